@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the project needs to build, test and benchmark.
+# Idempotent: apt-get skips what is already installed.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake ninja-build pkg-config git ca-certificates \
+  clang libclang-rt-14-dev \
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev \
+  libonig-dev libutf8proc-dev \
+  libcurl4-openssl-dev libssl-dev \
+  libopenblas-dev \
+  python3 python3-pil python3-numpy >/dev/null
+# Node.js (for the reference tokenizer used by the differential tests) ships with the machine image;
+# fall back to Debian's packages where it does not.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi

@@ -1,0 +1,28 @@
+// Subcommand registry: each src/cli/cmd_<name>.cpp registers itself with a static Command object,
+// so main.cpp never changes when a command is added.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace smolvlm::cli {
+
+// `setup` adds options to `sub` and returns the function that runs the command (it captures the
+// option storage); the function returns the process exit code.
+using CommandSetup = std::function<std::function<int()>(CLI::App& sub)>;
+
+struct Command {
+  Command(const char* name, const char* help, CommandSetup setup);
+};
+
+struct RegisteredCommand {
+  std::string name;
+  std::string help;
+  CommandSetup setup;
+};
+std::vector<RegisteredCommand>& registered_commands();
+
+}  // namespace smolvlm::cli

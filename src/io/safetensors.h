@@ -1,0 +1,95 @@
+// safetensors files and checkpoints (one file or shards + index), memory-mapped, validated in full
+// before any tensor is handed out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "io/config.h"
+#include "io/file.h"
+
+namespace smolvlm {
+
+// A tensor inside a mapped file: no copy, valid while its Checkpoint / SafetensorsFile lives.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  std::string file;  // file name it lives in (for messages)
+
+  int64_t numel() const;
+  int64_t dim(size_t i) const { return shape.at(i); }
+};
+
+// One .safetensors file: header parsed and validated (length, JSON, dtypes, shapes, offsets in
+// bounds, sizes, no overlap, no duplicates, __metadata__ string map). Throws Error naming the file.
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::filesystem::path& path);
+  // Validation of an in-memory image of a file (fuzzing, tests); `data` must outlive the object.
+  SafetensorsFile(const uint8_t* data, size_t size, const std::string& name);
+
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  size_t file_bytes() const { return size_; }
+
+ private:
+  void parse(const uint8_t* data, size_t size, const std::string& name);
+  MappedFile map_;
+  size_t size_ = 0;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes a safetensors file atomically (header + data), tensors in the given order.
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const void* data;
+  size_t nbytes;
+};
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+
+// The expected tensor table (names and shapes, HF naming) for a config.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string component;  // "vision", "connector", "text", "lm_head"
+};
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg);
+
+// A model folder: configs + every tensor of every shard, checked against expected_tensors().
+class Checkpoint {
+ public:
+  static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
+
+  const ModelConfig& config() const { return config_; }
+  const TensorView& tensor(std::string_view name) const;  // Error(BadInput) naming the tensor if absent
+  const TensorView* find(std::string_view name) const;     // nullptr if absent
+  const std::map<std::string, TensorView, std::less<>>& tensors() const { return tensors_; }
+  size_t file_bytes() const;                               // sum over shards
+  const std::vector<std::string>& files() const { return files_; }
+  // Stable identity of (config, tensor table): KV caches remember it to refuse other models.
+  uint64_t identity() const { return identity_; }
+
+ private:
+  Checkpoint() = default;
+  ModelConfig config_;
+  std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::vector<std::string> files_;
+  std::map<std::string, TensorView, std::less<>> tensors_;
+  uint64_t identity_ = 0;
+};
+
+}  // namespace smolvlm

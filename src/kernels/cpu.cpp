@@ -1,0 +1,95 @@
+#include "kernels/cpu.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace smolvlm {
+
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512dq = __builtin_cpu_supports("avx512dq");
+  // f16c and avx512bf16 are not known to every compiler's __builtin_cpu_supports: ask cpuid.
+  unsigned a, b, c, d;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+  f.f16c = (c >> 29) & 1;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+  f.avx512bf16 = f.avx512f && ((a >> 5) & 1);
+#endif
+  return f;
+}
+
+std::atomic<int> g_forced{-1};
+
+KernelPath parse_path(const std::string& s) {
+  if (s == "scalar") return KernelPath::Scalar;
+  if (s == "avx2") return KernelPath::Avx2;
+  if (s == "avx512") return KernelPath::Avx512;
+  throw bad_input("SMOLVLM_KERNELS=" + s + ": unknown kernel path (scalar, avx2, avx512)");
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+const char* kernel_path_name(KernelPath p) {
+  switch (p) {
+    case KernelPath::Scalar: return "scalar";
+    case KernelPath::Avx2: return "avx2";
+    case KernelPath::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool kernel_path_supported(KernelPath p) {
+  const CpuFeatures& f = cpu_features();
+  switch (p) {
+    case KernelPath::Scalar: return true;
+    case KernelPath::Avx2: return f.avx2 && f.fma && f.f16c;
+    case KernelPath::Avx512: return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c;
+  }
+  return false;
+}
+
+std::vector<KernelPath> supported_kernel_paths() {
+  std::vector<KernelPath> v;
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+    if (kernel_path_supported(p)) v.push_back(p);
+  return v;
+}
+
+KernelPath best_kernel_path() { return supported_kernel_paths().back(); }
+
+void set_kernel_path(KernelPath p) {
+  if (!kernel_path_supported(p))
+    throw unsupported(std::string("kernel path ") + kernel_path_name(p) + " is not supported by this CPU");
+  g_forced.store(static_cast<int>(p));
+}
+
+KernelPath active_kernel_path() {
+  int forced = g_forced.load();
+  if (forced >= 0) return static_cast<KernelPath>(forced);
+  if (const char* env = std::getenv("SMOLVLM_KERNELS"); env && *env) {
+    KernelPath p = parse_path(env);
+    if (!kernel_path_supported(p))
+      throw unsupported(std::string("SMOLVLM_KERNELS=") + env + ": this CPU cannot run that kernel path");
+    return p;
+  }
+  return best_kernel_path();
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,32 @@
+// Helpers shared by the tests: where the test data lives, running the CLI.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace smolvlm::test {
+
+inline std::filesystem::path data_dir() { return SMOLVLM_TEST_DATA; }
+inline std::filesystem::path cli_binary() { return SMOLVLM_BINARY; }
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout (stderr is merged when `merge_stderr`)
+};
+
+// Runs `smolvlm <args>` through the shell; args are passed verbatim (quote them yourself).
+inline CommandResult run_cli(const std::string& args, bool merge_stderr = true) {
+  std::string cmd = "'" + cli_binary().string() + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace smolvlm::test
