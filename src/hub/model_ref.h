@@ -1,0 +1,17 @@
+// What `--model` accepts: a local folder, or a hub id `org/name[@revision]` looked up in the
+// HuggingFace cache. Every command resolves its --model through resolve_model_dir().
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace smolvlm {
+
+// The model used when --model is omitted.
+inline constexpr const char* kDefaultModelId = "HuggingFaceTB/SmolVLM-256M-Instruct";
+
+// Returns the folder holding the model's files. `ref` empty means kDefaultModelId. Throws
+// Error(BadInput/Io) with a message that says how to get the model when it is not available.
+std::filesystem::path resolve_model_dir(const std::string& ref);
+
+}  // namespace smolvlm
