@@ -80,6 +80,8 @@ void set_kernel_path(KernelPath p) {
   g_forced.store(static_cast<int>(p));
 }
 
+void reset_kernel_path() { g_forced.store(-1); }
+
 KernelPath active_kernel_path() {
   int forced = g_forced.load();
   if (forced >= 0) return static_cast<KernelPath>(forced);

@@ -22,5 +22,6 @@ KernelPath best_kernel_path();
 // Error(BadInput) for an unknown name), else the best.
 KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
+void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
 }  // namespace smolvlm

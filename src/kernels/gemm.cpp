@@ -1,8 +1,13 @@
 #include "kernels/gemm.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm_kernels.h"
 
 namespace smolvlm {
 
@@ -28,7 +33,7 @@ void weight_row(const WeightRef& w, int64_t n, float* out) {
       break;
     }
     default:
-      throw unsupported(std::string("linear: weight dtype ") + dtype_name(w.dtype) + " is not supported");
+      throw internal_error("linear: unchecked weight dtype");
   }
 }
 
@@ -47,15 +52,122 @@ void linear_rows(const float* x, int64_t M, const WeightRef& w, const float* bia
   }
 }
 
+void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
+  if (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16)
+    throw unsupported(std::string("linear: weight dtype ") + dtype_name(w.dtype) +
+                      " is not supported (expected F32, F16 or BF16)");
+  if (M < 0 || w.rows < 0 || w.cols < 0)
+    throw bad_input("linear: negative shape (M=" + std::to_string(M) + ", weight " + std::to_string(w.rows) +
+                    "x" + std::to_string(w.cols) + ")");
+  if (M > 0 && w.rows > 0 && !y) throw bad_input("linear: null output pointer");
+  if (M > 0 && w.rows > 0 && w.cols > 0 && (!x || !w.data)) throw bad_input("linear: null input or weight pointer");
+}
+
+// A 64-byte aligned per-thread scratch area for packed weight blocks, kept between calls.
+class PackBuffer {
+ public:
+  ~PackBuffer() { std::free(data_); }
+  float* get(size_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+      data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+      capacity_ = data_ ? count : 0;
+      if (!data_) throw internal_error("linear: cannot allocate " + std::to_string(bytes) + " bytes of scratch");
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+thread_local PackBuffer t_pack_buffer;
+
+// Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
+// stays in the outer caches while every row block of x streams past it.
+constexpr int64_t kMaxBlockCols = 1024;
+constexpr int kRowBlockTiles = 24;  // rows of x per block = mr * this (an L2-sized slice of x)
+
+// One task: output rows [m0, m1) x weight panels [p0, p1).
+void blocked_task(const gemm::GemmKernels& kern, const float* x, const WeightRef& w, const float* bias, float* y,
+                  int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const int64_t N = w.rows, K = w.cols;
+  const int64_t block_panels = std::max<int64_t>(1, kMaxBlockCols / kern.nr);
+  const int64_t row_block = int64_t(kern.mr) * kRowBlockTiles;
+  float* packed = t_pack_buffer.get(size_t(block_panels) * kern.nr * kern.kc);
+  for (int64_t jp = p0; jp < p1; jp += block_panels) {
+    const int64_t np = std::min(block_panels, p1 - jp);
+    const int64_t n_start = jp * kern.nr;
+    const int64_t n_valid = std::min(np * kern.nr, N - n_start);
+    for (int64_t pc = 0; pc < K; pc += kern.kc) {
+      const int64_t kc = std::min<int64_t>(kern.kc, K - pc);
+      const bool last = pc + kc >= K;
+      kern.pack_b(w, n_start, np, pc, kc, packed);
+      for (int64_t ic = m0; ic < m1; ic += row_block) {
+        const int64_t mc = std::min(row_block, m1 - ic);
+        kern.macro(x + ic * K + pc, K, mc, packed, n_valid, kc, y + ic * N + n_start, N, pc > 0,
+                   last && bias ? bias + n_start : nullptr);
+      }
+    }
+  }
+}
+
+void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
+                    float* y, ThreadPool& pool) {
+  const int64_t N = w.rows;
+  if (M <= kern.gemv_max_m) {
+    pool.parallel_for(N, 32, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
+    return;
+  }
+  // Tasks: a grid of row chunks x panel chunks. Splitting the panels costs nothing extra (x is read
+  // in place); splitting the rows repacks the weight, so rows are split only when there are too few
+  // panels to keep every thread busy. Extra tasks per thread balance load on a busy machine.
+  const int64_t n_panels = (N + kern.nr - 1) / kern.nr;
+  const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
+  const int64_t want = pool.size() == 1 ? 1 : int64_t(pool.size()) * 4;
+  const int64_t n_chunks = std::min(n_panels, want);
+  const int64_t m_chunks = std::min(m_tiles, (want + n_chunks - 1) / n_chunks);
+  pool.parallel_for(n_chunks * m_chunks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t mi = t / n_chunks, ni = t % n_chunks;
+      const int64_t m0 = std::min(M, m_tiles * mi / m_chunks * kern.mr);
+      const int64_t m1 = std::min(M, m_tiles * (mi + 1) / m_chunks * kern.mr);
+      const int64_t p0 = n_panels * ni / n_chunks, p1 = n_panels * (ni + 1) / n_chunks;
+      if (m0 < m1 && p0 < p1) blocked_task(kern, x, w, bias, y, m0, m1, p0, p1);
+    }
+  });
+}
+
 }  // namespace
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
+  check_arguments(x, M, w, y);
   linear_rows(x, M, w, bias, y, 0, w.rows);
 }
 
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool) {
-  // Portable path for now: parallel over output features (each y element is one thread's K-order sum).
-  pool.parallel_for(w.rows, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
+  check_arguments(x, M, w, y);
+  const int64_t N = w.rows, K = w.cols;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
+    return;
+  }
+  switch (active_kernel_path()) {
+    case KernelPath::Avx512:
+      linear_blocked(gemm::gemm_kernels_avx512(), x, M, w, bias, y, pool);
+      return;
+    case KernelPath::Avx2:
+      linear_blocked(gemm::gemm_kernels_avx2(), x, M, w, bias, y, pool);
+      return;
+    case KernelPath::Scalar:
+      // Each y element is one thread's K-order sum, whatever the partition.
+      pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
+      return;
+  }
 }
 
 }  // namespace smolvlm

@@ -1,11 +1,52 @@
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
+#include <string>
 
 #include "core/error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace smolvlm {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or the spin budget is spent; true when done() became true.
+template <typename Done>
+bool spin_until(Done done) {
+  if (done()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ThreadPool::kSpinNanoseconds);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      cpu_relax();
+      if (done()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+// The pool whose job the current thread is running: a nested parallel call runs inline instead of
+// waiting for workers that are busy with the outer job.
+thread_local const ThreadPool* t_running_pool = nullptr;
+
+struct RunningPoolScope {
+  const ThreadPool* saved;
+  explicit RunningPoolScope(const ThreadPool* p) : saved(t_running_pool) { t_running_pool = p; }
+  ~RunningPoolScope() { t_running_pool = saved; }
+};
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   if (num_threads < 1 || num_threads > 1024)
@@ -16,66 +57,97 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
+void ThreadPool::run_job(int index) {
+  std::exception_ptr err;
+  try {
+    RunningPoolScope scope(this);
+    (*job_.load())(index);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  if (err) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_) error_ = err;
+  }
+  // The last worker out wakes the caller if it went to sleep. The caller publishes
+  // caller_sleeping_ under mu_ before re-checking pending_, so this cannot miss it.
+  if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.notify_one();
+  }
+}
+
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* job;
-    {
+    auto has_news = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!spin_until(has_news)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+      sleeping_workers_.fetch_add(1);
+      wake_.wait(lock, has_news);
+      sleeping_workers_.fetch_sub(1);
     }
-    std::exception_ptr err;
-    try {
-      (*job)(index);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (err && !error_) error_ = err;
-    if (--pending_ == 0) done_.notify_one();
+    if (stop_.load()) return;
+    seen = generation_.load();
+    run_job(index);
   }
 }
 
 void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
-  if (num_threads_ == 1) {
-    fn(0);
+  if (num_threads_ == 1 || t_running_pool == this) {
+    for (int t = 0; t < num_threads_; ++t) fn(t);
     return;
   }
+  std::lock_guard<std::mutex> dispatch(dispatch_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    pending_ = num_threads_ - 1;
     error_ = nullptr;
-    ++generation_;
   }
-  wake_.notify_all();
+  job_.store(&fn);
+  pending_.store(num_threads_ - 1);
+  generation_.fetch_add(1);
+  // A worker that decided to sleep registered in sleeping_workers_ under mu_ before its final check
+  // of generation_, so either it sees the new generation or we see it asleep and notify.
+  if (sleeping_workers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_.notify_all();
+  }
   std::exception_ptr mine;
   try {
+    RunningPoolScope scope(this);
     fn(0);
   } catch (...) {
     mine = std::current_exception();
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
+  auto all_done = [&] { return pending_.load() == 0; };
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_.store(true);
+    done_.wait(lock, all_done);
+    caller_sleeping_.store(false);
+  }
+  job_.store(nullptr);
   if (mine) std::rethrow_exception(mine);
-  if (error_) std::rethrow_exception(error_);
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    err = error_;
+    error_ = nullptr;
+  }
+  if (err) std::rethrow_exception(err);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, int64_t(num_threads_) * 4);
-  if (chunks <= 1 || num_threads_ == 1) {
+  if (chunks <= 1 || num_threads_ == 1 || t_running_pool == this) {
     fn(0, n);
     return;
   }

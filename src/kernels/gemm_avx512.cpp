@@ -1,0 +1,77 @@
+// AVX-512 kernels of linear(): an 8x32 micro kernel (16 zmm accumulators, fp32 FMAs only: bf16
+// dot-product instructions would round the activations to bf16 and break fp32 exactness), weight
+// packing and the streaming GEMV shared with the AVX2 path (memory bound either way).
+#include <immintrin.h>
+
+#include "kernels/gemm_kernels.h"
+#include "kernels/gemm_simd.h"
+
+namespace smolvlm::gemm {
+namespace {
+
+constexpr int kMr = 8, kNr = 32, kKc = 256;
+
+// c[8][32] = (accumulate ? c : 0) + a[8][kc] · b[kc][32] (+ bias[32]); same summation order as the
+// AVX2 kernel: the K block in registers in k order, then the old c added.
+inline void micro_8x32(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
+                       bool accumulate, const float* bias) {
+  __m512 acc[kMr][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const float* a0 = a;
+  const float* a4 = a + 4 * lda;
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512 av = _mm512_set1_ps(a0[i * lda + k]);
+      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512 av = _mm512_set1_ps(a4[i * lda + k]);
+      acc[4 + i][0] = _mm512_fmadd_ps(av, b0, acc[4 + i][0]);
+      acc[4 + i][1] = _mm512_fmadd_ps(av, b1, acc[4 + i][1]);
+    }
+    b += kNr;
+  }
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) {
+    float* ci = c + i * ldc;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (accumulate) {
+      v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0);
+      v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1);
+    }
+    if (bias) {
+      v0 = _mm512_add_ps(v0, bias0);
+      v1 = _mm512_add_ps(v1, bias1);
+    }
+    _mm512_storeu_ps(ci, v0);
+    _mm512_storeu_ps(ci + 16, v1);
+  }
+}
+
+void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  pack_b_panels<kNr>(w, n0, panels, k0, kc, dst);
+}
+
+void macro(const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid, int64_t kc, float* y,
+           int64_t ldy, bool accumulate, const float* bias) {
+  macro_kernel<kMr, kNr, kKc>(micro_8x32, x, ldx, mc, packed, n_valid, kc, y, ldy, accumulate, bias);
+}
+
+void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  gemv_small_m(x, M, w, bias, y, n0, n1);
+}
+
+const GemmKernels kKernels{"avx512", kMr, kNr, kKc, kGemvMaxM, pack_b, macro, gemv};
+
+}  // namespace
+
+const GemmKernels& gemm_kernels_avx512() { return kKernels; }
+
+}  // namespace smolvlm::gemm

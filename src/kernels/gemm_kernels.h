@@ -1,0 +1,42 @@
+// The instruction-set-specific pieces of linear(), behind plain function pointers so that the
+// portable driver (gemm.cpp: threading, blocking, scratch memory) is shared by every path and no
+// template or standard-library code is instantiated inside the ISA-specific translation units.
+//
+// Blocking: the weight is packed KC x (NR-wide panels) at a time (converted to fp32 there); the micro
+// kernel multiplies MR rows of x by one packed panel. K is always cut at multiples of kc, and every
+// output element is summed as acc(block 0) then y += acc(block b) in block order, whatever the tile,
+// thread or chunk it lands in, so results are bitwise identical for any thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm.h"
+
+namespace smolvlm::gemm {
+
+struct GemmKernels {
+  const char* name;
+  int mr;            // rows of x per micro tile
+  int nr;            // output features per packed panel
+  int kc;            // K block (fixed: part of the summation order)
+  int gemv_max_m;    // M <= this takes the streaming (no packing) path
+
+  // Packs weight rows [n0, n0 + panels*nr) x columns [k0, k0 + kc) as fp32 panels:
+  // dst[p*kc*nr + k*nr + j] = w[n0 + p*nr + j][k0 + k]; rows >= w.rows are zero.
+  void (*pack_b)(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst);
+
+  // y[0..mc) x [0..n_valid) (leading dimension ldy) = (accumulate ? y : 0) + x·packed (+ bias when
+  // non-null, added after the sum). x points at row 0, column k0 of the activations (leading
+  // dimension ldx); packed holds ceil(n_valid/nr) panels from pack_b.
+  void (*macro)(const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid, int64_t kc,
+                float* y, int64_t ldy, bool accumulate, const float* bias);
+
+  // Rows [n0, n1) of y for M <= gemv_max_m, reading the weight directly (decode).
+  void (*gemv)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+               int64_t n1);
+};
+
+const GemmKernels& gemm_kernels_avx2();
+const GemmKernels& gemm_kernels_avx512();
+
+}  // namespace smolvlm::gemm

@@ -1,0 +1,201 @@
+// 256-bit (AVX2/FMA/F16C) building blocks shared by gemm_avx2.cpp and gemm_avx512.cpp: weight
+// loads with conversion to fp32, weight packing, the streaming GEMV. Include only from files built
+// with those instruction sets. Everything has internal linkage, so each ISA file gets its own copy
+// and the linker can never substitute one instruction set's code for another's.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/gemm.h"
+
+namespace smolvlm::gemm {
+namespace {
+
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// 8 consecutive weight elements starting at element `idx` of the weight, as fp32.
+// bf16 -> f32 is exact (the bf16 bits are the high half of the f32); f16 -> f32 is exact (F16C).
+inline __m256 load8(const void* base, DType dt, int64_t idx) {
+  switch (dt) {
+    case DType::BF16: {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    case DType::F16: {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
+      return _mm256_cvtph_ps(h);
+    }
+    default:
+      return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
+  }
+}
+
+inline float load1(const void* base, DType dt, int64_t idx) {
+  switch (dt) {
+    case DType::BF16: {
+      uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[idx]) << 16;
+      float f;
+      __builtin_memcpy(&f, &u, 4);
+      return f;
+    }
+    case DType::F16:
+      return _cvtsh_ss(static_cast<const uint16_t*>(base)[idx]);
+    default:
+      return static_cast<const float*>(base)[idx];
+  }
+}
+
+// In-place transpose of an 8x8 fp32 block held in r[0..7] (row i -> column i).
+inline void transpose8x8(__m256 r[8]) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Packs 8 weight rows [row0, row0+8) x [k0, k0+kc) into dst[k*stride + i] (i = row - row0).
+// Rows at or past w.rows are written as zeros.
+inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc, float* dst, int64_t stride) {
+  const int64_t K = w.cols;
+  const int64_t valid = w.rows - row0;
+  if (valid >= 8) {
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = load8(w.data, w.dtype, (row0 + i) * K + k0 + k);
+      transpose8x8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (k + i) * stride, r[i]);
+    }
+    for (; k < kc; ++k)
+      for (int i = 0; i < 8; ++i) dst[k * stride + i] = load1(w.data, w.dtype, (row0 + i) * K + k0 + k);
+    return;
+  }
+  for (int64_t k = 0; k < kc; ++k)
+    for (int64_t i = 0; i < 8; ++i)
+      dst[k * stride + i] = i < valid ? load1(w.data, w.dtype, (row0 + i) * K + k0 + k) : 0.f;
+}
+
+template <int NR>
+void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  static_assert(NR % 8 == 0);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int g = 0; g < NR / 8; ++g) pack_rows8(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
+}
+
+// Sum of the 8 lanes in a fixed order.
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
+// the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
+template <int MM, int R>
+inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0) {
+  const int64_t K = w.cols, N = w.rows;
+  const int64_t K8 = K & ~int64_t(7);
+  __m256 acc[MM][R];
+  for (int m = 0; m < MM; ++m)
+    for (int r = 0; r < R; ++r) acc[m][r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K8; k += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = load8(w.data, w.dtype, (n0 + r) * K + k);
+    for (int m = 0; m < MM; ++m) {
+      __m256 xv = _mm256_loadu_ps(x + m * K + k);
+      for (int r = 0; r < R; ++r) acc[m][r] = _mm256_fmadd_ps(xv, wv[r], acc[m][r]);
+    }
+  }
+  for (int m = 0; m < MM; ++m)
+    for (int r = 0; r < R; ++r) {
+      float s = hsum8(acc[m][r]);
+      for (int64_t k = K8; k < K; ++k) s += x[m * K + k] * load1(w.data, w.dtype, (n0 + r) * K + k);
+      y[m * N + n0 + r] = bias ? s + bias[n0 + r] : s;
+    }
+}
+
+template <int MM>
+void gemv_m(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  constexpr int R = MM <= 2 ? 4 : 2;
+  int64_t n = n0;
+  for (; n + R <= n1; n += R) gemv_rows<MM, R>(x, w, bias, y, n);
+  for (; n < n1; ++n) gemv_rows<MM, 1>(x, w, bias, y, n);
+}
+
+constexpr int kGemvMaxM = 4;
+
+// The gemv entry point of both ISA kernel sets: M in [1, kGemvMaxM].
+inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                         int64_t n1) {
+  switch (M) {
+    case 1: gemv_m<1>(x, w, bias, y, n0, n1); break;
+    case 2: gemv_m<2>(x, w, bias, y, n0, n1); break;
+    case 3: gemv_m<3>(x, w, bias, y, n0, n1); break;
+    default: gemv_m<4>(x, w, bias, y, n0, n1); break;
+  }
+}
+
+// Copies rows [0, rows) x [0, kc) of x (leading dimension ldx) into dst (leading dimension kc) and
+// zero-fills rows [rows, mr): the micro kernel then reads whole tiles without going past x.
+inline void copy_rows_padded(const float* x, int64_t ldx, int64_t rows, int64_t kc, int mr, float* dst) {
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t k = 0; k < kc; ++k) dst[i * kc + k] = i < rows ? x[i * ldx + k] : 0.f;
+}
+
+// One MR x NR output tile of any shape: full tiles go straight to y; partial ones run the same micro
+// kernel on a padded copy, so every element sees the same arithmetic.
+template <int MR, int NR, typename Micro>
+inline void tile(Micro micro, const float* a, int64_t lda, const float* b, int64_t kc, float* y, int64_t ldy,
+                 int64_t mv, int64_t nv, bool accumulate, const float* bias) {
+  if (mv == MR && nv == NR) {
+    micro(a, lda, b, kc, y, ldy, accumulate, bias);
+    return;
+  }
+  alignas(64) float c[MR * NR];
+  alignas(64) float bias_pad[NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) c[i * NR + j] = (accumulate && i < mv && j < nv) ? y[i * ldy + j] : 0.f;
+  if (bias)
+    for (int j = 0; j < NR; ++j) bias_pad[j] = j < nv ? bias[j] : 0.f;
+  micro(a, lda, b, kc, c, NR, accumulate, bias ? bias_pad : nullptr);
+  for (int64_t i = 0; i < mv; ++i)
+    for (int64_t j = 0; j < nv; ++j) y[i * ldy + j] = c[i * NR + j];
+}
+
+// Panels outer (one packed panel stays in L1), MR-row tiles of x inner (streamed from L2).
+template <int MR, int NR, int KC, typename Micro>
+void macro_kernel(Micro micro, const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid,
+                  int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+  const int64_t m_full = mc / MR * MR;
+  alignas(64) float a_edge[MR * KC];
+  if (mc > m_full) copy_rows_padded(x + m_full * ldx, ldx, mc - m_full, kc, MR, a_edge);
+  const int64_t panels = (n_valid + NR - 1) / NR;
+  for (int64_t p = 0; p < panels; ++p) {
+    const float* b = packed + p * kc * NR;
+    const int64_t nv = min_i64(NR, n_valid - p * NR);
+    const float* bias_p = bias ? bias + p * NR : nullptr;
+    float* yp = y + p * NR;
+    for (int64_t i = 0; i < m_full; i += MR)
+      tile<MR, NR>(micro, x + i * ldx, ldx, b, kc, yp + i * ldy, ldy, MR, nv, accumulate, bias_p);
+    if (mc > m_full)
+      tile<MR, NR>(micro, a_edge, kc, b, kc, yp + m_full * ldy, ldy, mc - m_full, nv, accumulate, bias_p);
+  }
+}
+
+}  // namespace
+}  // namespace smolvlm::gemm

@@ -1,0 +1,262 @@
+// linear(): every kernel path the CPU supports against the scalar reference and a double-precision
+// product, for F32/F16/BF16 weights, odd shapes and the models' real shapes; bitwise invariance to the
+// thread count; argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+
+namespace smolvlm {
+namespace {
+
+struct Shape {
+  int64_t M, N, K;
+};
+
+// Odd shapes around the blocking (mr 6/8, nr 16/32, kc 256, gemv up to M=4) and a few real ones with a
+// small M (the reference is slow under ASan).
+const Shape kShapes[] = {
+    {1, 1, 1},    {1, 7, 1},     {2, 3, 1},      {3, 5, 9},      {4, 33, 17},   {5, 40, 8},
+    {6, 16, 256}, {7, 17, 33},   {8, 32, 256},   {9, 31, 257},   {13, 50, 300}, {25, 70, 513},
+    {1, 37, 300}, {1, 576, 1536}, {3, 576, 1536}, {11, 1536, 576}, {20, 768, 768}, {1, 257, 576},
+};
+
+// A weight in a stored dtype, with its exact fp32 values.
+struct TestWeight {
+  std::vector<uint16_t> half;
+  std::vector<float> f32;     // the stored data when dtype is F32
+  std::vector<float> values;  // exact values of the stored elements
+  WeightRef ref;
+};
+
+TestWeight make_weight(DType dt, int64_t N, int64_t K, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  TestWeight t;
+  t.values.resize(size_t(N * K));
+  if (dt == DType::F32) {
+    t.f32.resize(t.values.size());
+    for (size_t i = 0; i < t.values.size(); ++i) t.f32[i] = t.values[i] = dist(rng);
+    t.ref = {t.f32.data(), dt, N, K};
+  } else {
+    t.half.resize(t.values.size());
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      float v = dist(rng);
+      t.half[i] = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      t.values[i] = dt == DType::BF16 ? bf16_to_f32(t.half[i]) : f16_to_f32(t.half[i]);
+    }
+    t.ref = {t.half.data(), dt, N, K};
+  }
+  return t;
+}
+
+std::vector<float> random_vector(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// Exact-ish product in double, and the magnitude sum |x||w| (+|b|) that bounds fp32 rounding error.
+void product_double(const std::vector<float>& x, const TestWeight& w, const float* bias, const Shape& s,
+                    std::vector<double>& out, std::vector<double>& magnitude) {
+  out.assign(size_t(s.M * s.N), 0.0);
+  magnitude.assign(out.size(), 0.0);
+  for (int64_t m = 0; m < s.M; ++m)
+    for (int64_t n = 0; n < s.N; ++n) {
+      double acc = 0, mag = 0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        const double p = double(x[m * s.K + k]) * double(w.values[n * s.K + k]);
+        acc += p;
+        mag += std::fabs(p);
+      }
+      if (bias) {
+        acc += bias[n];
+        mag += std::fabs(bias[n]);
+      }
+      out[m * s.N + n] = acc;
+      magnitude[m * s.N + n] = mag;
+    }
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class LinearPathTest : public ::testing::TestWithParam<KernelPath> {
+ protected:
+  void SetUp() override {
+    if (!kernel_path_supported(GetParam()))
+      GTEST_SKIP() << "this CPU cannot run the " << kernel_path_name(GetParam()) << " kernel path";
+    set_kernel_path(GetParam());
+  }
+  void TearDown() override { reset_kernel_path(); }
+};
+
+TEST_P(LinearPathTest, MatchesReferenceAndDoubleProduct) {
+  ThreadPool pool(2);
+  std::mt19937 rng(1234);
+  const float eps = std::numeric_limits<float>::epsilon();
+  for (const Shape& s : kShapes)
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K) +
+                     " dtype=" + dtype_name(dt) + (with_bias ? " bias" : " no bias"));
+        TestWeight w = make_weight(dt, s.N, s.K, rng);
+        std::vector<float> x = random_vector(size_t(s.M * s.K), rng);
+        std::vector<float> bias = random_vector(size_t(s.N), rng);
+        const float* b = with_bias ? bias.data() : nullptr;
+        std::vector<float> fast(size_t(s.M * s.N), NAN), ref(fast.size(), NAN);
+        linear(x.data(), s.M, w.ref, b, fast.data(), pool);
+        linear_reference(x.data(), s.M, w.ref, b, ref.data());
+        std::vector<double> exact, magnitude;
+        product_double(x, w, b, s, exact, magnitude);
+        double worst = 0;
+        for (size_t i = 0; i < fast.size(); ++i) {
+          // Any order of fp32 summation of K products (+ bias) errs by at most (K+1)·eps·Σ|x·w|.
+          const double bound = double(s.K + 2) * eps * magnitude[i] + 1e-30;
+          ASSERT_LE(std::fabs(fast[i] - exact[i]), bound) << "element " << i;
+          ASSERT_LE(std::fabs(ref[i] - exact[i]), bound) << "element " << i;
+          ASSERT_LE(std::fabs(fast[i] - ref[i]), 2 * bound) << "element " << i;
+          worst = std::max(worst, std::fabs(fast[i] - exact[i]) / (magnitude[i] + 1e-30));
+        }
+        // The real error is far below the worst-case bound: a broken kernel would show here first.
+        EXPECT_LT(worst, 64 * eps);
+      }
+}
+
+TEST_P(LinearPathTest, BitwiseIdenticalForAnyThreadCount) {
+  std::mt19937 rng(99);
+  ThreadPool p1(1), p2(2), p3(3);
+  for (const Shape& s : {Shape{1, 300, 520}, Shape{3, 97, 64}, Shape{100, 40, 300}, Shape{61, 333, 700},
+                         Shape{200, 20, 260}})
+    for (DType dt : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+      TestWeight w = make_weight(dt, s.N, s.K, rng);
+      std::vector<float> x = random_vector(size_t(s.M * s.K), rng);
+      std::vector<float> bias = random_vector(size_t(s.N), rng);
+      std::vector<float> y1(size_t(s.M * s.N)), y2(y1.size()), y3(y1.size());
+      linear(x.data(), s.M, w.ref, bias.data(), y1.data(), p1);
+      linear(x.data(), s.M, w.ref, bias.data(), y2.data(), p2);
+      linear(x.data(), s.M, w.ref, bias.data(), y3.data(), p3);
+      EXPECT_TRUE(bitwise_equal(y1, y2));
+      EXPECT_TRUE(bitwise_equal(y1, y3));
+    }
+}
+
+TEST_P(LinearPathTest, RowResultDoesNotDependOnItsPositionInTheBatch) {
+  // A row's result depends only on the row, the weight and M's path (GEMV or blocked), not on where
+  // the row sits: the last, partial row tile is computed exactly like a full one.
+  std::mt19937 rng(5);
+  ThreadPool pool(2);
+  const Shape s{29, 45, 300};
+  TestWeight w = make_weight(DType::BF16, s.N, s.K, rng);
+  std::vector<float> x = random_vector(size_t(s.M * s.K), rng);
+  std::vector<float> y(size_t(s.M * s.N)), y_shifted(y.size());
+  linear(x.data(), s.M, w.ref, nullptr, y.data(), pool);
+  // Rotate rows by one: every row changes tile and position.
+  std::vector<float> x_rot(x.size());
+  for (int64_t m = 0; m < s.M; ++m)
+    std::memcpy(&x_rot[((m + 1) % s.M) * s.K], &x[m * s.K], size_t(s.K) * sizeof(float));
+  linear(x_rot.data(), s.M, w.ref, nullptr, y_shifted.data(), pool);
+  for (int64_t m = 0; m < s.M; ++m)
+    EXPECT_EQ(0, std::memcmp(&y[m * s.N], &y_shifted[((m + 1) % s.M) * s.N], size_t(s.N) * sizeof(float)))
+        << "row " << m;
+}
+
+TEST_P(LinearPathTest, EmptyKGivesBias) {
+  ThreadPool pool(2);
+  const float bias[3] = {1.5f, -2.f, 0.25f};
+  float y[6] = {};
+  const float x_dummy = 0;
+  const float w_dummy = 0;
+  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, bias, y, pool);
+  for (int m = 0; m < 2; ++m)
+    for (int n = 0; n < 3; ++n) EXPECT_EQ(y[m * 3 + n], bias[n]);
+  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, nullptr, y, pool);
+  for (float v : y) EXPECT_EQ(v, 0.f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, LinearPathTest,
+                         ::testing::Values(KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512),
+                         [](const ::testing::TestParamInfo<KernelPath>& info) {
+                           return std::string(kernel_path_name(info.param));
+                         });
+
+TEST(Linear, PathsAgreeWithinRounding) {
+  // The fast paths sum in a different order from the reference, never by more than rounding.
+  std::mt19937 rng(7);
+  ThreadPool pool(2);
+  const Shape s{37, 70, 777};
+  TestWeight w = make_weight(DType::BF16, s.N, s.K, rng);
+  std::vector<float> x = random_vector(size_t(s.M * s.K), rng);
+  std::vector<float> ref(size_t(s.M * s.N));
+  linear_reference(x.data(), s.M, w.ref, nullptr, ref.data());
+  for (KernelPath p : supported_kernel_paths()) {
+    set_kernel_path(p);
+    std::vector<float> y(ref.size());
+    linear(x.data(), s.M, w.ref, nullptr, y.data(), pool);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-4f) << kernel_path_name(p);
+  }
+  reset_kernel_path();
+}
+
+TEST(Linear, RejectsBadArguments) {
+  ThreadPool pool(1);
+  float x[4] = {}, y[4] = {};
+  int32_t wi[4] = {};
+  try {
+    linear(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y, pool);
+    FAIL() << "I32 weight accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("I32"), std::string::npos) << e.what();
+  }
+  float w[4] = {};
+  auto kind_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::Internal;
+  };
+  EXPECT_EQ(kind_of([&] { linear(x, -1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, -2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{nullptr, DType::F32, 2, 2}, nullptr, y, pool); }),
+            ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(nullptr, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }),
+            ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, nullptr, pool); }),
+            ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear_reference(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y); }),
+            ErrorKind::Unsupported);
+}
+
+TEST(KernelPathSelection, UnsupportedPathIsRefused) {
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
+    if (kernel_path_supported(p)) {
+      set_kernel_path(p);
+      EXPECT_EQ(active_kernel_path(), p);
+    } else {
+      try {
+        set_kernel_path(p);
+        FAIL() << kernel_path_name(p) << " accepted on a CPU without it";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+      }
+    }
+  }
+  reset_kernel_path();
+  EXPECT_EQ(active_kernel_path(), best_kernel_path());
+}
+
+}  // namespace
+}  // namespace smolvlm
