@@ -1,0 +1,210 @@
+#include "text/bpe.h"
+
+#include <queue>
+
+#include "core/error.h"
+#include "text/pipeline.h"
+#include "text/unicode.h"
+
+namespace smolvlm::text {
+
+using nlohmann::json;
+
+static constexpr size_t kCacheCapacity = 1 << 16;
+static constexpr size_t kCacheMaxWordBytes = 256;
+
+static std::string optional_string(const json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_string()) throw bad_input(where + "." + key + ": expected a string or null, got " + std::string(it->type_name()));
+  return it->get<std::string>();
+}
+
+BpeModel::BpeModel(const json& model, const std::string& where) {
+  std::string type = model.is_object() && model.contains("type") ? get_string(model, "type", where) : "BPE";
+  if (type != "BPE")
+    throw unsupported(where + ": model type \"" + type + "\" is not supported (only BPE)");
+  if (auto it = model.find("dropout"); it != model.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0))
+    throw unsupported(where + ".dropout: BPE dropout (" + it->dump() + ") is not supported: encoding would be random");
+  continuing_subword_prefix_ = optional_string(model, "continuing_subword_prefix", where);
+  end_of_word_suffix_ = optional_string(model, "end_of_word_suffix", where);
+  fuse_unk_ = get_bool(model, "fuse_unk", false, where);
+  byte_fallback_ = get_bool(model, "byte_fallback", false, where);
+  ignore_merges_ = get_bool(model, "ignore_merges", false, where);
+
+  const json& vocab = require(model, "vocab", where);
+  if (!vocab.is_object()) throw bad_input(where + ".vocab: expected an object {token: id}");
+  int64_t max_id = -1;
+  vocab_.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer()) throw bad_input(where + ".vocab[\"" + it.key() + "\"]: expected an integer id");
+    int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id >= (int64_t(1) << 24))
+      throw bad_input(where + ".vocab[\"" + it.key() + "\"]: id " + std::to_string(id) + " out of range [0, 16777216)");
+    vocab_[it.key()] = static_cast<int32_t>(id);
+    max_id = std::max(max_id, id);
+  }
+  id_to_token_.assign(static_cast<size_t>(max_id + 1), {});
+  has_token_.assign(static_cast<size_t>(max_id + 1), false);
+  for (auto& [tok, id] : vocab_) {
+    id_to_token_[id] = tok;
+    has_token_[id] = true;
+  }
+
+  std::string unk = optional_string(model, "unk_token", where);
+  if (!unk.empty()) {
+    auto it = vocab_.find(unk);
+    if (it == vocab_.end()) throw bad_input(where + ".unk_token: \"" + unk + "\" is not in the vocabulary");
+    unk_id_ = it->second;
+  }
+  static const char* hex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+    auto it = vocab_.find(name);
+    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+
+  const json& merges = require(model, "merges", where);
+  if (!merges.is_array()) throw bad_input(where + ".merges: expected an array");
+  merges_.reserve(merges.size());
+  size_t prefix_len = continuing_subword_prefix_.size();
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const json& m = merges[rank];
+    std::string a, b;
+    if (m.is_string()) {
+      const std::string& s = m.get_ref<const std::string&>();
+      size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+        throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\", got \"" + s + "\"");
+      a = s.substr(0, space);
+      b = s.substr(space + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      a = m[0].get<std::string>();
+      b = m[1].get<std::string>();
+    } else {
+      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\" or [\"a\", \"b\"], got " + m.dump());
+    }
+    auto ia = vocab_.find(a), ib = vocab_.find(b);
+    if (ia == vocab_.end() || ib == vocab_.end())
+      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: token \"" + (ia == vocab_.end() ? a : b) + "\" is not in the vocabulary");
+    std::string merged = a + (b.size() >= prefix_len && b.compare(0, prefix_len, continuing_subword_prefix_) == 0 ? b.substr(prefix_len) : b);
+    auto im = vocab_.find(merged);
+    if (im == vocab_.end())
+      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: merged token \"" + merged + "\" is not in the vocabulary");
+    merges_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(rank), im->second});
+  }
+}
+
+std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
+  auto it = vocab_.find(token);
+  if (it == vocab_.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::string* BpeModel::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_token_[id]) return nullptr;
+  return &id_to_token_[id];
+}
+
+void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (ignore_merges_) {
+    if (auto it = vocab_.find(word); it != vocab_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  bool cacheable = word.size() <= kCacheMaxWordBytes;
+  if (cacheable) {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(word); it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  size_t before = out.size();
+  merge_word(word, out);
+  if (cacheable) {
+    std::lock_guard lock(cache_mutex_);
+    if (cache_.size() >= kCacheCapacity) cache_.clear();
+    cache_.emplace(std::string(word), std::vector<int32_t>(out.begin() + static_cast<ptrdiff_t>(before), out.end()));
+  }
+}
+
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+  // Symbols as a doubly linked list over a vector; merges applied lowest rank first, then leftmost.
+  struct Symbol {
+    int32_t id;
+    int32_t prev, next;
+    bool alive;
+  };
+  std::vector<Symbol> symbols;
+  symbols.reserve(word.size());
+  auto add = [&](int32_t id) {
+    int32_t idx = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, idx - 1, idx + 1, true});
+  };
+  std::optional<int32_t> pending_unk;
+  std::string piece;
+  for (size_t i = 0; i < word.size();) {
+    size_t n = utf8_sequence_length(word, i);
+    if (n == 0) throw internal_error("BPE: invalid UTF-8 in a pre-token");
+    bool first = i == 0, last = i + n == word.size();
+    piece.clear();
+    if (!first) piece += continuing_subword_prefix_;
+    piece.append(word.substr(i, n));
+    if (last) piece += end_of_word_suffix_;
+    i += n;
+    if (auto it = vocab_.find(piece); it != vocab_.end()) {
+      if (pending_unk) add(*pending_unk), pending_unk.reset();
+      add(it->second);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char b : piece) all = all && byte_ids_[b] >= 0;
+      if (all) {
+        for (unsigned char b : piece) add(byte_ids_[b]);
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (pending_unk && !fuse_unk_) add(*pending_unk);
+      pending_unk = *unk_id_;
+    }
+  }
+  if (pending_unk) add(*pending_unk);
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+
+  struct Candidate {
+    int32_t rank, pos, new_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  auto consider = [&](int32_t pos) {
+    int32_t next = symbols[pos].next;
+    if (next < 0) return;
+    auto it = merges_.find(pair_key(symbols[pos].id, symbols[next].id));
+    if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.new_id});
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i);
+  while (!queue.empty()) {
+    Candidate c = queue.top();
+    queue.pop();
+    Symbol& s = symbols[c.pos];
+    if (!s.alive || s.next < 0) continue;
+    auto it = merges_.find(pair_key(s.id, symbols[s.next].id));
+    if (it == merges_.end() || it->second.rank != c.rank || it->second.new_id != c.new_id) continue;  // stale
+    Symbol& right = symbols[s.next];
+    right.alive = false;
+    s.id = c.new_id;
+    s.next = right.next;
+    if (s.next >= 0) symbols[s.next].prev = c.pos;
+    if (s.prev >= 0) consider(s.prev);
+    consider(c.pos);
+  }
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
+}
+
+}  // namespace smolvlm::text

@@ -1,0 +1,57 @@
+// The BPE model of tokenizer.json (HF tokenizers `models::bpe::BPE`): vocabulary, merge ranks, byte
+// fallback, unknown-token handling, ignore_merges, subword prefix/suffix. Internal to the text module.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace smolvlm::text {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+class BpeModel {
+ public:
+  BpeModel(const nlohmann::json& model, const std::string& where);
+
+  // Appends the ids of one pre-token.
+  void tokenize(std::string_view word, std::vector<int32_t>& out) const;
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // nullptr when `id` has no vocabulary entry.
+  const std::string* id_to_token(int32_t id) const;
+  int64_t id_limit() const { return static_cast<int64_t>(id_to_token_.size()); }  // max id + 1
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t new_id;
+  };
+  static uint64_t pair_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+  void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+
+  TokenIdMap vocab_;
+  std::vector<std::string> id_to_token_;
+  std::vector<bool> has_token_;
+  std::unordered_map<uint64_t, Merge> merges_;
+  std::optional<int32_t> unk_id_;
+  std::string continuing_subword_prefix_, end_of_word_suffix_;
+  bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
+  std::array<int32_t, 256> byte_ids_{};  // <0xHH> ids, -1 when absent
+
+  // Results for pre-tokens seen before (most text repeats words); bounded.
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+};
+
+}  // namespace smolvlm::text
