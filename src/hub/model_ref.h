@@ -10,8 +10,9 @@ namespace smolvlm {
 // The model used when --model is omitted.
 inline constexpr const char* kDefaultModelId = "HuggingFaceTB/SmolVLM-256M-Instruct";
 
-// Returns the folder holding the model's files. `ref` empty means kDefaultModelId. Throws
-// Error(BadInput/Io) with a message that says how to get the model when it is not available.
+// Returns the folder holding the model's files. `ref` empty means kDefaultModelId. A hub id resolves
+// to its snapshot folder in the HuggingFace cache (see hub/cache.h); this never uses the network.
+// Throws Error(BadInput) with the exact `smolvlm pull` command when the cache does not have it.
 std::filesystem::path resolve_model_dir(const std::string& ref);
 
 }  // namespace smolvlm
