@@ -31,7 +31,7 @@ struct TextConfig {
   std::string hidden_act = "silu";
   bool attention_bias = false;
   bool mlp_bias = false;
-  bool tie_word_embeddings = false;     // for Llama: the top-level flag (HF default true for Llama? see config.cpp)
+  bool tie_word_embeddings = false;     // as written in this config (HF LlamaConfig default: false)
 };
 
 // Idefics3VisionConfig (SigLIP-style tower).
@@ -86,7 +86,14 @@ struct ModelConfig {
   GenerationConfig generation;
   std::optional<ImageProcessorConfig> image_processor;  // present when preprocessor_config.json exists
   std::optional<ProcessorConfig> processor;             // present when processor_config.json exists
+
+  // Idefics3: `<image>` tokens one tile becomes, (image_size / patch_size)^2 / scale_factor^2.
+  int64_t image_tokens_per_tile() const;
 };
+
+// Upper bound on any size read from a config (dimensions, layer counts, vocab): larger values are
+// Error(BadInput), so that products of sizes never overflow int64.
+inline constexpr int64_t kMaxConfigDimension = int64_t(1) << 24;
 
 // Parses config.json (+ generation_config.json, preprocessor_config.json, processor_config.json when
 // present) in `dir`. Unknown keys are ignored; missing required keys or wrong types are Error(BadInput)

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,12 @@ struct TensorView {
   int64_t numel() const;
   int64_t dim(size_t i) const { return shape.at(i); }
 };
+
+// The safetensors spelling of a dtype ("F32", "BF16", ...); Error(Unsupported) for anything else.
+DType parse_safetensors_dtype(const std::string& name, const std::string& where);
+
+// Largest JSON header accepted (the reference implementation's limit).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 // One .safetensors file: header parsed and validated (length, JSON, dtypes, shapes, offsets in
 // bounds, sizes, no overlap, no duplicates, __metadata__ string map). Throws Error naming the file.
@@ -61,6 +68,22 @@ struct TensorToWrite {
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 
+// The same for tensors too big to hold at once: `fill(i, out, nbytes)` writes tensor i's bytes into
+// `out` just before they are streamed to the file. Tensor data are laid out by decreasing element
+// size so that every tensor is aligned to its element size (the header is padded to 8 bytes).
+// `flush_to_disk` false skips the fsync (the file still appears atomically, but may not survive a
+// power loss): for scratch output such as synthetic checkpoints.
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+using TensorFill = std::function<void(size_t index, uint8_t* out, size_t nbytes)>;
+void write_safetensors_streaming(const std::filesystem::path& path, const std::vector<TensorSpec>& tensors,
+                                 const TensorFill& fill,
+                                 const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
+                                 bool flush_to_disk = true);
+
 // The expected tensor table (names and shapes, HF naming) for a config.
 struct ExpectedTensor {
   std::string name;
@@ -68,6 +91,17 @@ struct ExpectedTensor {
   std::string component;  // "vision", "connector", "text", "lm_head"
 };
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg);
+
+// Parameters per component, counting each stored tensor once (a tied lm_head adds nothing), as
+// HF's `sum(p.numel() for p in model.parameters())` does.
+struct ParameterCounts {
+  int64_t vision = 0;
+  int64_t connector = 0;
+  int64_t text = 0;
+  int64_t lm_head = 0;
+  int64_t total() const { return vision + connector + text + lm_head; }
+};
+ParameterCounts count_parameters(const std::vector<ExpectedTensor>& tensors);
 
 // A model folder: configs + every tensor of every shard, checked against expected_tensors().
 class Checkpoint {

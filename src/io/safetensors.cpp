@@ -1,0 +1,580 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "core/error.h"
+#include "core/sha256.h"
+
+namespace smolvlm {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// Multiplies non-negative sizes; false on int64 overflow.
+bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Lists up to `limit` names, then how many more.
+std::string name_list(const std::vector<std::string>& names, size_t limit = 8) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < limit; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > limit) s += ", ... (" + std::to_string(names.size() - limit) + " more)";
+  return s;
+}
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// Parses JSON and reports the first key repeated inside one object: nlohmann keeps the last of
+// duplicate keys silently, which would let two headers disagree on what a file holds.
+json parse_json_rejecting_duplicates(const char* begin, const char* end, const std::string& name) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == json::parse_event_t::key && !open_objects.empty() && parsed.is_string()) {
+      if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  json j;
+  try {
+    j = json::parse(begin, end, on_event);
+  } catch (const json::exception& e) {
+    throw bad_input(name + ": header is not valid JSON: " + e.what());
+  }
+  if (!duplicate.empty()) throw bad_input(name + ": header has a duplicate key \"" + duplicate + "\"");
+  return j;
+}
+
+uint64_t json_offset(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) throw bad_input(where + ": data_offsets entries must be non-negative integers");
+  if (!v.is_number_unsigned()) throw bad_input(where + ": data_offsets entries must not be negative");
+  return v.get<uint64_t>();
+}
+
+}  // namespace
+
+DType parse_safetensors_dtype(const std::string& s, const std::string& where) {
+  static const std::pair<const char*, DType> kNames[] = {
+      {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"F64", DType::F64},
+      {"I8", DType::I8},   {"U8", DType::U8},   {"I16", DType::I16},   {"I32", DType::I32},
+      {"I64", DType::I64}, {"BOOL", DType::BOOL}};
+  for (const auto& [n, t] : kNames)
+    if (s == n) return t;
+  throw unsupported(where + ": unknown dtype \"" + s + "\" (known: F32, F16, BF16, F64, I8, U8, I16, I32, I64, BOOL)");
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : map_(path) {
+  parse(map_.data(), map_.size(), path.string());
+}
+
+SafetensorsFile::SafetensorsFile(const uint8_t* data, size_t size, const std::string& name) {
+  parse(data, size, name);
+}
+
+void SafetensorsFile::parse(const uint8_t* data, size_t size, const std::string& name) {
+  size_ = size;
+  if (size < 8)
+    throw bad_input(name + ": file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+  uint64_t header_len = read_u64_le(data);
+  if (header_len > kMaxSafetensorsHeaderBytes)
+    throw bad_input(name + ": header length " + std::to_string(header_len) + " exceeds the limit of " +
+                    std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
+  if (header_len > size - 8)
+    throw bad_input(name + ": header length " + std::to_string(header_len) + " exceeds the file size (" +
+                    std::to_string(size) + " bytes, truncated file?)");
+  const char* header = reinterpret_cast<const char*>(data + 8);
+  json j = parse_json_rejecting_duplicates(header, header + header_len, name);
+  if (!j.is_object()) throw bad_input(name + ": header must be a JSON object, got " + std::string(j.type_name()));
+
+  const uint8_t* data_section = data + 8 + header_len;
+  const uint64_t data_size = size - 8 - header_len;
+  struct Range {
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Range> ranges;
+  std::vector<TensorView> tensors;
+  std::map<std::string, std::string> metadata;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    if (key == "__metadata__") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) throw bad_input(name + ": __metadata__ must be an object of strings, got " + v.type_name());
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        if (!m.value().is_string())
+          throw bad_input(name + ": __metadata__ value of \"" + m.key() + "\" must be a string, got " +
+                          m.value().type_name());
+        metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    std::string where = name + ": tensor \"" + key + "\"";
+    if (!v.is_object()) throw bad_input(where + ": entry must be an object, got " + v.type_name());
+    if (!v.contains("dtype") || !v["dtype"].is_string()) throw bad_input(where + ": missing string \"dtype\"");
+    if (!v.contains("shape") || !v["shape"].is_array()) throw bad_input(where + ": missing list \"shape\"");
+    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+      throw bad_input(where + ": \"data_offsets\" must be a list of two integers");
+    TensorView t;
+    t.name = key;
+    t.file = name;
+    t.dtype = parse_safetensors_dtype(v["dtype"].get<std::string>(), where);
+    int64_t numel = 1;
+    for (const json& d : v["shape"]) {
+      if (!d.is_number_integer()) throw bad_input(where + ": shape entries must be integers, got " + d.type_name());
+      if (!d.is_number_unsigned()) throw bad_input(where + ": shape entries must not be negative");
+      uint64_t dim = d.get<uint64_t>();
+      if (dim > uint64_t(kInt64Max) || !checked_mul(numel, int64_t(dim), &numel))
+        throw bad_input(where + ": shape " + v["shape"].dump() + " has more elements than fit in 64 bits");
+      t.shape.push_back(int64_t(dim));
+    }
+    int64_t expected_bytes = 0;
+    if (!checked_mul(numel, int64_t(dtype_size(t.dtype)), &expected_bytes))
+      throw bad_input(where + ": shape " + shape_text(t.shape) + " is too large in bytes");
+    uint64_t begin = json_offset(v["data_offsets"][0], where);
+    uint64_t end = json_offset(v["data_offsets"][1], where);
+    if (begin > end)
+      throw bad_input(where + ": data_offsets begin " + std::to_string(begin) + " is after end " + std::to_string(end));
+    if (end > data_size)
+      throw bad_input(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                      "] out of bounds of the data section (" + std::to_string(data_size) + " bytes)");
+    if (end - begin != uint64_t(expected_bytes))
+      throw bad_input(where + ": byte range holds " + std::to_string(end - begin) + " bytes but shape " +
+                      shape_text(t.shape) + " of " + dtype_name(t.dtype) + " needs " + std::to_string(expected_bytes));
+    t.data = data_section + begin;
+    t.nbytes = size_t(end - begin);
+    ranges.push_back({begin, end, tensors.size()});
+    tensors.push_back(std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const Range* previous = nullptr;  // the non-empty range ending last so far
+  for (const Range& r : ranges) {
+    if (r.begin == r.end) continue;  // empty tensors occupy no bytes
+    if (previous && r.begin < previous->end)
+      throw bad_input(name + ": tensors \"" + tensors[previous->index].name + "\" and \"" + tensors[r.index].name +
+                      "\" overlap (bytes [" + std::to_string(previous->begin) + ", " + std::to_string(previous->end) +
+                      ") and [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + "))");
+    previous = &r;
+  }
+  tensors_ = std::move(tensors);
+  metadata_ = std::move(metadata);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+namespace {
+
+std::string header_bytes(const std::vector<TensorSpec>& tensors, const std::vector<size_t>& layout_order,
+                         const std::map<std::string, std::string>& metadata, std::vector<uint64_t>* offsets) {
+  std::set<std::string> names;
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  offsets->assign(tensors.size(), 0);
+  uint64_t offset = 0;
+  for (size_t i : layout_order) {
+    const TensorSpec& t = tensors[i];
+    if (t.name == "__metadata__" || !names.insert(t.name).second)
+      throw bad_input("write_safetensors: tensor name \"" + t.name + "\" is reserved or repeated");
+    int64_t bytes = int64_t(dtype_size(t.dtype));
+    for (int64_t d : t.shape)
+      if (d < 0 || !checked_mul(bytes, d, &bytes))
+        throw bad_input("write_safetensors: tensor \"" + t.name + "\" has an invalid shape " + shape_text(t.shape));
+    (*offsets)[i] = offset;
+    offset += uint64_t(bytes);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSpec& t = tensors[i];
+    uint64_t begin = (*offsets)[i];
+    int64_t bytes = int64_t(dtype_size(t.dtype));
+    for (int64_t d : t.shape) bytes *= d;
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+                      {"data_offsets", {begin, begin + uint64_t(bytes)}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out[i] = char((n >> (8 * i)) & 0xff);
+  return out + text;
+}
+
+// A file written under a temporary name and renamed into place by commit(); removed if not committed.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::filesystem::path& path) : path_(path) {
+    std::random_device rd;
+    tmp_ = path;
+    tmp_ += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw io_error(tmp_.string() + ": cannot create: " + std::strerror(errno));
+  }
+  ~AtomicFileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw io_error(path_.string() + ": write failed: " + std::strerror(errno));
+      }
+      p += w;
+      n -= size_t(w);
+    }
+  }
+  void commit(bool flush_to_disk) {
+    int fd = fd_;
+    fd_ = -1;
+    if ((flush_to_disk && ::fsync(fd) != 0) || ::close(fd) != 0) throw io_error(path_.string() + ": cannot flush: " + std::strerror(errno));
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+      throw io_error(path_.string() + ": cannot rename into place: " + std::strerror(errno));
+    committed_ = true;
+  }
+
+ private:
+  std::filesystem::path path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+void write_safetensors_streaming(const std::filesystem::path& path, const std::vector<TensorSpec>& tensors,
+                                 const TensorFill& fill, const std::map<std::string, std::string>& metadata,
+                                 bool flush_to_disk) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return dtype_size(tensors[a].dtype) > dtype_size(tensors[b].dtype);
+  });
+  std::vector<uint64_t> offsets;
+  std::string header = header_bytes(tensors, order, metadata, &offsets);
+  AtomicFileWriter out(path);
+  out.write(header.data(), header.size());
+  std::vector<uint8_t> buffer;
+  for (size_t i : order) {
+    const TensorSpec& t = tensors[i];
+    size_t bytes = dtype_size(t.dtype);
+    for (int64_t d : t.shape) bytes *= size_t(d);
+    buffer.resize(bytes);
+    fill(i, buffer.data(), bytes);
+    out.write(buffer.data(), bytes);
+  }
+  out.commit(flush_to_disk);
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorSpec> specs;
+  for (const TensorToWrite& t : tensors) {
+    specs.push_back({t.name, t.dtype, t.shape});
+    size_t bytes = dtype_size(t.dtype);
+    for (int64_t d : t.shape) bytes *= size_t(d < 0 ? 0 : d);
+    if (bytes != t.nbytes)
+      throw bad_input("write_safetensors: tensor \"" + t.name + "\" has " + std::to_string(t.nbytes) +
+                      " bytes but shape " + shape_text(t.shape) + " of " + dtype_name(t.dtype) + " needs " +
+                      std::to_string(bytes));
+  }
+  write_safetensors_streaming(
+      path, specs, [&](size_t i, uint8_t* out, size_t n) { if (n) std::memcpy(out, tensors[i].data, n); }, metadata);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tensor table HF creates for a config (module registration order of the HF classes).
+
+namespace {
+
+void add_linear(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t out_features,
+                int64_t in_features, bool bias, const char* component) {
+  out.push_back({prefix + ".weight", {out_features, in_features}, component});
+  if (bias) out.push_back({prefix + ".bias", {out_features}, component});
+}
+
+void add_norm(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t n, bool bias, const char* component) {
+  out.push_back({prefix + ".weight", {n}, component});
+  if (bias) out.push_back({prefix + ".bias", {n}, component});
+}
+
+// LlamaModel: embed_tokens, layers (self_attn q/k/v/o, mlp gate/up/down, the two RMSNorms), norm.
+void add_llama_model(std::vector<ExpectedTensor>& out, const std::string& prefix, const TextConfig& t) {
+  const char* c = "text";
+  int64_t q_dim = t.num_attention_heads * t.head_dim;
+  int64_t kv_dim = t.num_key_value_heads * t.head_dim;
+  out.push_back({prefix + "embed_tokens.weight", {t.vocab_size, t.hidden_size}, c});
+  for (int64_t l = 0; l < t.num_hidden_layers; ++l) {
+    std::string p = prefix + "layers." + std::to_string(l) + ".";
+    add_linear(out, p + "self_attn.q_proj", q_dim, t.hidden_size, t.attention_bias, c);
+    add_linear(out, p + "self_attn.k_proj", kv_dim, t.hidden_size, t.attention_bias, c);
+    add_linear(out, p + "self_attn.v_proj", kv_dim, t.hidden_size, t.attention_bias, c);
+    add_linear(out, p + "self_attn.o_proj", t.hidden_size, q_dim, t.attention_bias, c);
+    add_linear(out, p + "mlp.gate_proj", t.intermediate_size, t.hidden_size, t.mlp_bias, c);
+    add_linear(out, p + "mlp.up_proj", t.intermediate_size, t.hidden_size, t.mlp_bias, c);
+    add_linear(out, p + "mlp.down_proj", t.hidden_size, t.intermediate_size, t.mlp_bias, c);
+    add_norm(out, p + "input_layernorm", t.hidden_size, false, c);
+    add_norm(out, p + "post_attention_layernorm", t.hidden_size, false, c);
+  }
+  add_norm(out, prefix + "norm", t.hidden_size, false, c);
+}
+
+// Idefics3VisionTransformer: embeddings (patch conv + position table), encoder layers, post_layernorm.
+void add_vision_model(std::vector<ExpectedTensor>& out, const std::string& prefix, const VisionConfig& v) {
+  const char* c = "vision";
+  int64_t h = v.hidden_size;
+  int64_t grid = v.image_size / v.patch_size;
+  out.push_back({prefix + "embeddings.patch_embedding.weight", {h, v.num_channels, v.patch_size, v.patch_size}, c});
+  out.push_back({prefix + "embeddings.patch_embedding.bias", {h}, c});
+  out.push_back({prefix + "embeddings.position_embedding.weight", {grid * grid, h}, c});
+  for (int64_t l = 0; l < v.num_hidden_layers; ++l) {
+    std::string p = prefix + "encoder.layers." + std::to_string(l) + ".";
+    add_linear(out, p + "self_attn.k_proj", h, h, true, c);
+    add_linear(out, p + "self_attn.v_proj", h, h, true, c);
+    add_linear(out, p + "self_attn.q_proj", h, h, true, c);
+    add_linear(out, p + "self_attn.out_proj", h, h, true, c);
+    add_norm(out, p + "layer_norm1", h, true, c);
+    add_linear(out, p + "mlp.fc1", v.intermediate_size, h, true, c);
+    add_linear(out, p + "mlp.fc2", h, v.intermediate_size, true, c);
+    add_norm(out, p + "layer_norm2", h, true, c);
+  }
+  add_norm(out, prefix + "post_layernorm", h, true, c);
+}
+
+}  // namespace
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg) {
+  std::vector<ExpectedTensor> out;
+  if (cfg.arch == Architecture::Idefics3) {
+    add_vision_model(out, "model.vision_model.", cfg.vision);
+    int64_t s = cfg.scale_factor;
+    add_linear(out, "model.connector.modality_projection.proj", cfg.text.hidden_size, cfg.vision.hidden_size * s * s,
+               false, "connector");
+    add_llama_model(out, "model.text_model.", cfg.text);
+  } else {
+    add_llama_model(out, "model.", cfg.text);
+  }
+  if (!cfg.tie_word_embeddings)
+    out.push_back({"lm_head.weight", {cfg.text.vocab_size, cfg.text.hidden_size}, "lm_head"});
+  return out;
+}
+
+ParameterCounts count_parameters(const std::vector<ExpectedTensor>& tensors) {
+  ParameterCounts counts;
+  for (const ExpectedTensor& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape)
+      if (!checked_mul(n, d, &n)) throw bad_input("tensor " + t.name + ": shape " + shape_text(t.shape) + " is too large");
+    int64_t* slot = t.component == "vision"      ? &counts.vision
+                    : t.component == "connector" ? &counts.connector
+                    : t.component == "lm_head"   ? &counts.lm_head
+                                                 : &counts.text;
+    if (__builtin_add_overflow(*slot, n, slot)) throw bad_input("parameter count overflows 64 bits");
+  }
+  int64_t total = 0;
+  if (__builtin_add_overflow(counts.vision, counts.connector, &total) ||
+      __builtin_add_overflow(total, counts.text, &total) || __builtin_add_overflow(total, counts.lm_head, &total))
+    throw bad_input("parameter count overflows 64 bits");
+  return counts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints
+
+namespace {
+
+constexpr size_t kMaxIndexFileBytes = size_t(64) << 20;
+
+// Buffers that older Llama checkpoints saved but HF ignores when loading (recomputed from the config).
+bool is_ignored_buffer(const std::string& name) {
+  const std::string suffix = ".rotary_emb.inv_freq";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_plain_file_name(const std::string& s) {
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos && s.find('\0') == std::string::npos;
+}
+
+// weight_map of model.safetensors.index.json: tensor name -> shard file name.
+std::map<std::string, std::string> read_weight_map(const std::filesystem::path& index_path) {
+  std::string text = read_file(index_path, kMaxIndexFileBytes);
+  json j = parse_json_rejecting_duplicates(text.data(), text.data() + text.size(), index_path.string());
+  std::string name = index_path.string();
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw bad_input(name + ": expected an object with a \"weight_map\" object");
+  std::map<std::string, std::string> map;
+  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+    if (!it.value().is_string())
+      throw bad_input(name + ": weight_map entry for tensor \"" + it.key() + "\" must be a file name string");
+    std::string file = it.value().get<std::string>();
+    if (!is_plain_file_name(file))
+      throw bad_input(name + ": weight_map entry for tensor \"" + it.key() + "\" names \"" + file +
+                      "\", which is not a file name in the model folder");
+    map[it.key()] = file;
+  }
+  if (map.empty()) throw bad_input(name + ": weight_map is empty");
+  return map;
+}
+
+uint64_t identity_of(const std::string& config_text, const std::map<std::string, TensorView, std::less<>>& tensors) {
+  Sha256 h;
+  h.update(config_text.data(), config_text.size());
+  for (const auto& [name, t] : tensors) {
+    std::string line = "\n" + name + " " + dtype_name(t.dtype) + " " + shape_text(t.shape);
+    h.update(line.data(), line.size());
+  }
+  std::string hex = h.final_hex();
+  return std::stoull(hex.substr(0, 16), nullptr, 16);
+}
+
+void check_against_architecture(const ModelConfig& cfg, const std::map<std::string, TensorView, std::less<>>& tensors,
+                                const std::string& where) {
+  std::vector<ExpectedTensor> expected = expected_tensors(cfg);
+  std::set<std::string> expected_names;
+  std::vector<std::string> missing;
+  for (const ExpectedTensor& e : expected) {
+    expected_names.insert(e.name);
+    auto it = tensors.find(e.name);
+    if (it == tensors.end()) {
+      missing.push_back(e.name);
+      continue;
+    }
+    const TensorView& t = it->second;
+    if (t.shape != e.shape)
+      throw bad_input(t.file + ": tensor \"" + e.name + "\" has shape " + shape_text(t.shape) + ", expected " +
+                      shape_text(e.shape) + " for this config.json");
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+      throw unsupported(t.file + ": tensor \"" + e.name + "\" has dtype " + dtype_name(t.dtype) +
+                        ", expected F32, F16 or BF16");
+  }
+  if (!missing.empty())
+    throw bad_input(where + ": missing " + std::to_string(missing.size()) + " tensor(s) that " +
+                    architecture_name(cfg.arch) + " with this config.json needs: " + name_list(missing));
+  std::vector<std::string> unexpected;
+  for (const auto& [name, t] : tensors)
+    if (!expected_names.count(name)) unexpected.push_back(name);
+  if (!unexpected.empty()) {
+    std::string hint = cfg.tie_word_embeddings && std::count(unexpected.begin(), unexpected.end(), "lm_head.weight")
+                           ? " (config.json ties lm_head to embed_tokens, so lm_head.weight must not be stored)"
+                           : "";
+    throw bad_input(where + ": " + std::to_string(unexpected.size()) + " unexpected tensor(s) that " +
+                    architecture_name(cfg.arch) + " with this config.json does not have: " + name_list(unexpected) +
+                    hint);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
+  std::unique_ptr<Checkpoint> ck(new Checkpoint());
+  ck->config_ = load_model_config(dir);
+  std::error_code ec;
+  const std::filesystem::path index_path = dir / "model.safetensors.index.json";
+  const std::filesystem::path single_path = dir / "model.safetensors";
+  std::string where;
+  if (std::filesystem::exists(index_path, ec)) {
+    where = index_path.string();
+    std::map<std::string, std::string> weight_map = read_weight_map(index_path);
+    std::set<std::string> shard_names;
+    for (const auto& [tensor, file] : weight_map) shard_names.insert(file);
+    std::map<std::string, std::string> seen_in;  // tensor -> shard holding it
+    for (const std::string& file : shard_names) {
+      std::filesystem::path shard_path = dir / file;
+      if (!std::filesystem::is_regular_file(shard_path, ec)) {
+        std::string example;
+        for (const auto& [tensor, f] : weight_map)
+          if (f == file) { example = tensor; break; }
+        throw bad_input(where + ": shard \"" + file + "\" (holding e.g. tensor \"" + example + "\") does not exist in " +
+                        dir.string());
+      }
+      auto shard = std::make_unique<SafetensorsFile>(shard_path);
+      for (const TensorView& t : shard->tensors()) {
+        auto prior = seen_in.find(t.name);
+        if (prior != seen_in.end())
+          throw bad_input(where + ": tensor \"" + t.name + "\" is stored in two shards, " + prior->second + " and " + file);
+        seen_in[t.name] = file;
+        auto mapped = weight_map.find(t.name);
+        if (mapped == weight_map.end() && !is_ignored_buffer(t.name))
+          throw bad_input(where + ": tensor \"" + t.name + "\" is in shard " + file + " but not in the index");
+        if (mapped != weight_map.end() && mapped->second != file)
+          throw bad_input(where + ": tensor \"" + t.name + "\" is in shard " + file + " but the index places it in " +
+                          mapped->second);
+      }
+      ck->files_.push_back(file);
+      ck->shards_.push_back(std::move(shard));
+    }
+    for (const auto& [tensor, file] : weight_map)
+      if (!seen_in.count(tensor))
+        throw bad_input(where + ": the index places tensor \"" + tensor + "\" in shard " + file +
+                        ", but that shard has no such tensor");
+  } else if (std::filesystem::exists(single_path, ec)) {
+    where = single_path.string();
+    ck->shards_.push_back(std::make_unique<SafetensorsFile>(single_path));
+    ck->files_.push_back("model.safetensors");
+  } else {
+    throw bad_input(dir.string() + ": no weights: neither model.safetensors nor model.safetensors.index.json exists (`smolvlm info --config-only` reads the configs alone)");
+  }
+  for (const auto& shard : ck->shards_)
+    for (const TensorView& t : shard->tensors())
+      if (!is_ignored_buffer(t.name)) ck->tensors_.emplace(t.name, t);
+  check_against_architecture(ck->config_, ck->tensors_, where);
+  ck->identity_ = identity_of(read_file(dir / "config.json"), ck->tensors_);
+  return ck;
+}
+
+const TensorView* Checkpoint::find(std::string_view name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const TensorView& Checkpoint::tensor(std::string_view name) const {
+  const TensorView* t = find(name);
+  if (!t) throw bad_input(config_.dir.string() + ": checkpoint has no tensor \"" + std::string(name) + "\"");
+  return *t;
+}
+
+size_t Checkpoint::file_bytes() const {
+  size_t total = 0;
+  for (const auto& s : shards_) total += s->file_bytes();
+  return total;
+}
+
+}  // namespace smolvlm
