@@ -83,20 +83,44 @@ class PackBuffer {
   size_t capacity_ = 0;
 };
 
-thread_local PackBuffer t_pack_buffer;
+thread_local PackBuffer t_packed_weight;  // a worker's current weight block
+thread_local PackBuffer t_packed_input;   // the caller's whole packed x
 
 // Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
 // stays in the outer caches while every row block of x streams past it.
 constexpr int64_t kMaxBlockCols = 1024;
 constexpr int kRowBlockTiles = 24;  // rows of x per block = mr * this (an L2-sized slice of x)
 
+// x packed once per call, shared by all tasks: K block kb (columns [kb*kc, ...)) starts at
+// kb*kc*m_pad and holds the m_pad/mr row tiles one after the other, each kc_b x mr.
+struct PackedInput {
+  const float* data;
+  int64_t m_pad;
+  const float* tile(int64_t k0, int64_t kc, int64_t row) const { return data + k0 * m_pad + row * kc; }
+};
+
+PackedInput pack_input(const gemm::GemmKernels& kern, const float* x, int64_t M, int64_t K, ThreadPool& pool) {
+  const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
+  const int64_t m_pad = m_tiles * kern.mr;
+  float* dst = t_packed_input.get(size_t(K * m_pad));
+  pool.parallel_for(m_tiles, 8, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t k0 = 0; k0 < K; k0 += kern.kc) {
+        const int64_t kc = std::min<int64_t>(kern.kc, K - k0);
+        const int64_t row = t * kern.mr;
+        kern.pack_a(x + row * K + k0, K, std::min<int64_t>(kern.mr, M - row), kc, dst + k0 * m_pad + row * kc);
+      }
+  });
+  return {dst, m_pad};
+}
+
 // One task: output rows [m0, m1) x weight panels [p0, p1).
-void blocked_task(const gemm::GemmKernels& kern, const float* x, const WeightRef& w, const float* bias, float* y,
-                  int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+void blocked_task(const gemm::GemmKernels& kern, const PackedInput& a, const WeightRef& w, const float* bias,
+                  float* y, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   const int64_t N = w.rows, K = w.cols;
   const int64_t block_panels = std::max<int64_t>(1, kMaxBlockCols / kern.nr);
   const int64_t row_block = int64_t(kern.mr) * kRowBlockTiles;
-  float* packed = t_pack_buffer.get(size_t(block_panels) * kern.nr * kern.kc);
+  float* packed = t_packed_weight.get(size_t(block_panels) * kern.nr * kern.kc);
   for (int64_t jp = p0; jp < p1; jp += block_panels) {
     const int64_t np = std::min(block_panels, p1 - jp);
     const int64_t n_start = jp * kern.nr;
@@ -107,7 +131,7 @@ void blocked_task(const gemm::GemmKernels& kern, const float* x, const WeightRef
       kern.pack_b(w, n_start, np, pc, kc, packed);
       for (int64_t ic = m0; ic < m1; ic += row_block) {
         const int64_t mc = std::min(row_block, m1 - ic);
-        kern.macro(x + ic * K + pc, K, mc, packed, n_valid, kc, y + ic * N + n_start, N, pc > 0,
+        kern.macro(a.tile(pc, kc, ic), mc, packed, n_valid, kc, y + ic * N + n_start, N, pc > 0,
                    last && bias ? bias + n_start : nullptr);
       }
     }
@@ -121,9 +145,10 @@ void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, co
     pool.parallel_for(N, 32, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
     return;
   }
-  // Tasks: a grid of row chunks x panel chunks. Splitting the panels costs nothing extra (x is read
-  // in place); splitting the rows repacks the weight, so rows are split only when there are too few
-  // panels to keep every thread busy. Extra tasks per thread balance load on a busy machine.
+  const PackedInput a = pack_input(kern, x, M, w.cols, pool);
+  // Tasks: a grid of row chunks x panel chunks. Splitting the panels costs nothing extra (packed x
+  // is shared); splitting the rows repacks the weight, so rows are split only when there are too
+  // few panels to keep every thread busy. Extra tasks per thread balance load on a busy machine.
   const int64_t n_panels = (N + kern.nr - 1) / kern.nr;
   const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
   const int64_t want = pool.size() == 1 ? 1 : int64_t(pool.size()) * 4;
@@ -135,7 +160,7 @@ void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, co
       const int64_t m0 = std::min(M, m_tiles * mi / m_chunks * kern.mr);
       const int64_t m1 = std::min(M, m_tiles * (mi + 1) / m_chunks * kern.mr);
       const int64_t p0 = n_panels * ni / n_chunks, p1 = n_panels * (ni + 1) / n_chunks;
-      if (m0 < m1 && p0 < p1) blocked_task(kern, x, w, bias, y, m0, m1, p0, p1);
+      if (m0 < m1 && p0 < p1) blocked_task(kern, a, w, bias, y, m0, m1, p0, p1);
     }
   });
 }

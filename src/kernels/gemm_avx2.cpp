@@ -1,4 +1,4 @@
-// AVX2/FMA kernels of linear(): a 6x16 micro kernel (12 accumulators, x broadcast from its rows,
+// AVX2/FMA kernels of linear(): a 6x16 micro kernel (12 accumulators, x packed in 6-row tiles and broadcast,
 // weight panels packed as fp32 by F16C / bf16 shifts) and the shared streaming GEMV.
 #include <immintrin.h>
 
@@ -10,34 +10,39 @@ namespace {
 
 constexpr int kMr = 6, kNr = 16, kKc = 256;
 
-// c[6][16] = (accumulate ? c : 0) + a[6][kc] · b[kc][16] (+ bias[16]). The K sum runs in registers
-// in k order; the old value of c is added after it.
-inline void micro_6x16(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
-                       bool accumulate, const float* bias) {
+// c[6][16] = (accumulate ? c : 0) + a[kc][6] · b[kc][16] (+ bias[16]), a and b packed. The K sum
+// runs in registers in k order; the old value of c is added after it.
+inline void micro_6x16(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
+                       const float* bias) {
+  // The tile of y is read after the K loop: start fetching it now (from L3 or memory on big M).
+  for (int i = 0; i < kMr; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
+  }
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float* a0 = a;
-  const float* a3 = a + 3 * lda;
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a0 + k);
+    __m256 av = _mm256_broadcast_ss(a);
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a0 + lda + k);
+    av = _mm256_broadcast_ss(a + 1);
     c10 = _mm256_fmadd_ps(av, b0, c10);
     c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a0 + 2 * lda + k);
+    av = _mm256_broadcast_ss(a + 2);
     c20 = _mm256_fmadd_ps(av, b0, c20);
     c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a3 + k);
+    av = _mm256_broadcast_ss(a + 3);
     c30 = _mm256_fmadd_ps(av, b0, c30);
     c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a3 + lda + k);
+    av = _mm256_broadcast_ss(a + 4);
     c40 = _mm256_fmadd_ps(av, b0, c40);
     c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a3 + 2 * lda + k);
+    av = _mm256_broadcast_ss(a + 5);
     c50 = _mm256_fmadd_ps(av, b0, c50);
     c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += kMr;
     b += kNr;
   }
   __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
@@ -63,16 +68,20 @@ void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t 
   pack_b_panels<kNr>(w, n0, panels, k0, kc, dst);
 }
 
-void macro(const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid, int64_t kc, float* y,
+void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+  pack_a_tile<kMr>(x, ldx, rows, kc, dst);
+}
+
+void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
            int64_t ldy, bool accumulate, const float* bias) {
-  macro_kernel<kMr, kNr, kKc>(micro_6x16, x, ldx, mc, packed, n_valid, kc, y, ldy, accumulate, bias);
+  macro_kernel<kMr, kNr>(micro_6x16, packed_a, mc, packed_b, n_valid, kc, y, ldy, accumulate, bias);
 }
 
 void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   gemv_small_m(x, M, w, bias, y, n0, n1);
 }
 
-const GemmKernels kKernels{"avx2", kMr, kNr, kKc, kGemvMaxM, pack_b, macro, gemv};
+const GemmKernels kKernels{"avx2", kMr, kNr, kKc, kGemvMaxM, pack_b, pack_a, macro, gemv};
 
 }  // namespace
 

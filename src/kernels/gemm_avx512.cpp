@@ -11,29 +11,28 @@ namespace {
 
 constexpr int kMr = 8, kNr = 32, kKc = 256;
 
-// c[8][32] = (accumulate ? c : 0) + a[8][kc] · b[kc][32] (+ bias[32]); same summation order as the
-// AVX2 kernel: the K block in registers in k order, then the old c added.
-inline void micro_8x32(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
-                       bool accumulate, const float* bias) {
+// c[8][32] = (accumulate ? c : 0) + a[kc][8] · b[kc][32] (+ bias[32]), a and b packed; same
+// summation order as the AVX2 kernel: the K block in registers in k order, then the old c added.
+inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
+                       const float* bias) {
+  // The tile of y is read after the K loop: start fetching it now (from L3 or memory on big M).
+  for (int i = 0; i < kMr; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
+  }
   __m512 acc[kMr][2];
 #pragma GCC unroll 8
   for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  const float* a0 = a;
-  const float* a4 = a + 4 * lda;
+#pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const __m512 av = _mm512_set1_ps(a0[i * lda + k]);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
       acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
     }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const __m512 av = _mm512_set1_ps(a4[i * lda + k]);
-      acc[4 + i][0] = _mm512_fmadd_ps(av, b0, acc[4 + i][0]);
-      acc[4 + i][1] = _mm512_fmadd_ps(av, b1, acc[4 + i][1]);
-    }
+    a += kMr;
     b += kNr;
   }
   const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
@@ -59,16 +58,20 @@ void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t 
   pack_b_panels<kNr>(w, n0, panels, k0, kc, dst);
 }
 
-void macro(const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid, int64_t kc, float* y,
+void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+  pack_a_tile<kMr>(x, ldx, rows, kc, dst);
+}
+
+void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
            int64_t ldy, bool accumulate, const float* bias) {
-  macro_kernel<kMr, kNr, kKc>(micro_8x32, x, ldx, mc, packed, n_valid, kc, y, ldy, accumulate, bias);
+  macro_kernel<kMr, kNr>(micro_8x32, packed_a, mc, packed_b, n_valid, kc, y, ldy, accumulate, bias);
 }
 
 void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   gemv_small_m(x, M, w, bias, y, n0, n1);
 }
 
-const GemmKernels kKernels{"avx512", kMr, kNr, kKc, kGemvMaxM, pack_b, macro, gemv};
+const GemmKernels kKernels{"avx512", kMr, kNr, kKc, kGemvMaxM, pack_b, pack_a, macro, gemv};
 
 }  // namespace
 

@@ -25,11 +25,15 @@ struct GemmKernels {
   // dst[p*kc*nr + k*nr + j] = w[n0 + p*nr + j][k0 + k]; rows >= w.rows are zero.
   void (*pack_b)(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst);
 
-  // y[0..mc) x [0..n_valid) (leading dimension ldy) = (accumulate ? y : 0) + x·packed (+ bias when
-  // non-null, added after the sum). x points at row 0, column k0 of the activations (leading
-  // dimension ldx); packed holds ceil(n_valid/nr) panels from pack_b.
-  void (*macro)(const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid, int64_t kc,
-                float* y, int64_t ldy, bool accumulate, const float* bias);
+  // Packs one MR-row tile of x: rows [0, rows) x columns [0, kc) (leading dimension ldx) as
+  // dst[k*mr + r]; rows >= `rows` are zero. Writes exactly mr*kc floats.
+  void (*pack_a)(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst);
+
+  // y[0..mc) x [0..n_valid) (leading dimension ldy) = (accumulate ? y : 0) + x·packed_b (+ bias when
+  // non-null, added after the sum). packed_a holds ceil(mc/mr) consecutive tiles from pack_a, packed_b
+  // ceil(n_valid/nr) panels from pack_b, both for the same K block of length kc.
+  void (*macro)(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
+                int64_t ldy, bool accumulate, const float* bias);
 
   // Rows [n0, n1) of y for M <= gemv_max_m, reading the weight directly (decode).
   void (*gemv)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,

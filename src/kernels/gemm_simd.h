@@ -150,20 +150,39 @@ inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const fl
   }
 }
 
-// Copies rows [0, rows) x [0, kc) of x (leading dimension ldx) into dst (leading dimension kc) and
-// zero-fills rows [rows, mr): the micro kernel then reads whole tiles without going past x.
-inline void copy_rows_padded(const float* x, int64_t ldx, int64_t rows, int64_t kc, int mr, float* dst) {
-  for (int64_t i = 0; i < mr; ++i)
-    for (int64_t k = 0; k < kc; ++k) dst[i * kc + k] = i < rows ? x[i * ldx + k] : 0.f;
+// Stores lanes [0, MR) of v at dst (MR = 6 or 8): never writes past the tile.
+template <int MR>
+inline void store_lanes(float* dst, __m256 v) {
+  if constexpr (MR == 8) {
+    _mm256_storeu_ps(dst, v);
+  } else {
+    static_assert(MR == 6);
+    _mm_storeu_ps(dst, _mm256_castps256_ps128(v));
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v, 1));
+  }
+}
+
+// One MR-row tile of x as dst[k*MR + r], zero rows past `rows`: 8x8 transposes, scalar K tail.
+template <int MR>
+void pack_a_tile(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = i < rows && i < MR ? _mm256_loadu_ps(x + i * ldx + k) : _mm256_setzero_ps();
+    transpose8x8(r);
+    for (int j = 0; j < 8; ++j) store_lanes<MR>(dst + (k + j) * MR, r[j]);
+  }
+  for (; k < kc; ++k)
+    for (int i = 0; i < MR; ++i) dst[k * MR + i] = i < rows ? x[i * ldx + k] : 0.f;
 }
 
 // One MR x NR output tile of any shape: full tiles go straight to y; partial ones run the same micro
 // kernel on a padded copy, so every element sees the same arithmetic.
 template <int MR, int NR, typename Micro>
-inline void tile(Micro micro, const float* a, int64_t lda, const float* b, int64_t kc, float* y, int64_t ldy,
-                 int64_t mv, int64_t nv, bool accumulate, const float* bias) {
+inline void tile(Micro micro, const float* a, const float* b, int64_t kc, float* y, int64_t ldy, int64_t mv,
+                 int64_t nv, bool accumulate, const float* bias) {
   if (mv == MR && nv == NR) {
-    micro(a, lda, b, kc, y, ldy, accumulate, bias);
+    micro(a, b, kc, y, ldy, accumulate, bias);
     return;
   }
   alignas(64) float c[MR * NR];
@@ -172,28 +191,24 @@ inline void tile(Micro micro, const float* a, int64_t lda, const float* b, int64
     for (int j = 0; j < NR; ++j) c[i * NR + j] = (accumulate && i < mv && j < nv) ? y[i * ldy + j] : 0.f;
   if (bias)
     for (int j = 0; j < NR; ++j) bias_pad[j] = j < nv ? bias[j] : 0.f;
-  micro(a, lda, b, kc, c, NR, accumulate, bias ? bias_pad : nullptr);
+  micro(a, b, kc, c, NR, accumulate, bias ? bias_pad : nullptr);
   for (int64_t i = 0; i < mv; ++i)
     for (int64_t j = 0; j < nv; ++j) y[i * ldy + j] = c[i * NR + j];
 }
 
-// Panels outer (one packed panel stays in L1), MR-row tiles of x inner (streamed from L2).
-template <int MR, int NR, int KC, typename Micro>
-void macro_kernel(Micro micro, const float* x, int64_t ldx, int64_t mc, const float* packed, int64_t n_valid,
+// Panels outer (one packed weight panel stays in L1), MR-row tiles of packed x inner (from L2).
+template <int MR, int NR, typename Micro>
+void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid,
                   int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
-  const int64_t m_full = mc / MR * MR;
-  alignas(64) float a_edge[MR * KC];
-  if (mc > m_full) copy_rows_padded(x + m_full * ldx, ldx, mc - m_full, kc, MR, a_edge);
   const int64_t panels = (n_valid + NR - 1) / NR;
   for (int64_t p = 0; p < panels; ++p) {
-    const float* b = packed + p * kc * NR;
+    const float* b = packed_b + p * kc * NR;
     const int64_t nv = min_i64(NR, n_valid - p * NR);
     const float* bias_p = bias ? bias + p * NR : nullptr;
     float* yp = y + p * NR;
-    for (int64_t i = 0; i < m_full; i += MR)
-      tile<MR, NR>(micro, x + i * ldx, ldx, b, kc, yp + i * ldy, ldy, MR, nv, accumulate, bias_p);
-    if (mc > m_full)
-      tile<MR, NR>(micro, a_edge, kc, b, kc, yp + m_full * ldy, ldy, mc - m_full, nv, accumulate, bias_p);
+    for (int64_t i = 0; i < mc; i += MR)
+      tile<MR, NR>(micro, packed_a + i * kc, b, kc, yp + i * ldy, ldy, min_i64(MR, mc - i), nv, accumulate,
+                   bias_p);
   }
 }
 

@@ -1,0 +1,52 @@
+// Machine ceilings the GEMM results are compared with: fp32 FMA peak per kernel path (1 thread and
+// SMOLVLM_BENCH_THREADS threads, default 2) and STREAM triad bandwidth.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/ceilings.h"
+#include "kernels/cpu.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+int bench_threads() {
+  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
+  int t = env ? std::atoi(env) : 2;
+  return t >= 1 ? t : 2;
+}
+
+void bm_fma_peak(benchmark::State& state, smolvlm::KernelPath path, int threads) {
+  smolvlm::ThreadPool pool(threads);
+  double gflops = 0;
+  for (auto _ : state) gflops = smolvlm::measure_fma_peak_gflops(path, pool, 1.0);
+  state.counters["GFLOP/s"] = gflops;
+}
+
+void bm_triad(benchmark::State& state, int threads) {
+  smolvlm::ThreadPool pool(threads);
+  double gbs = 0;
+  for (auto _ : state) gbs = smolvlm::measure_triad_gbs(pool, size_t(64) << 20, 2.0);
+  state.counters["GB/s"] = gbs;
+}
+
+int register_all() {
+  for (int threads : {1, bench_threads()}) {
+    const std::string t = "/threads:" + std::to_string(threads);
+    for (smolvlm::KernelPath p : smolvlm::supported_kernel_paths())
+      benchmark::RegisterBenchmark((std::string("fma_peak/") + smolvlm::kernel_path_name(p) + t).c_str(), bm_fma_peak,
+                                   p, threads)
+          ->Iterations(1)
+          ->UseRealTime();
+    benchmark::RegisterBenchmark(("triad" + t).c_str(), bm_triad, threads)->Iterations(1)->UseRealTime();
+    if (threads == bench_threads()) break;
+  }
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();

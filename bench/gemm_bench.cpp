@@ -1,0 +1,129 @@
+// linear() on the models' shapes, ours (BF16 and F32 weights) against OpenBLAS cblas_sgemm (F32) in
+// the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second.
+// Threads: SMOLVLM_BENCH_THREADS (default 2), used by both libraries.
+//   ./gemm_bench --benchmark_filter=1024x768x768
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/thread_pool.h"
+
+#ifdef SMOLVLM_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+using smolvlm::DType;
+
+struct Shape {
+  int64_t M, N, K;
+  const char* what;
+};
+
+const Shape kShapes[] = {
+    {1024, 768, 768, "vision attn out"},   {1024, 2304, 768, "vision fused qkv"},
+    {1024, 3072, 768, "vision mlp up"},    {1024, 768, 3072, "vision mlp down"},
+    {1141, 576, 1536, "prefill mlp down"}, {1141, 1536, 576, "prefill mlp up"},
+    {1, 576, 1536, "decode mlp down"},     {1, 49280, 576, "decode lm_head"},
+};
+
+int bench_threads() {
+  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
+  int t = env ? std::atoi(env) : 2;
+  return t >= 1 ? t : 2;
+}
+
+smolvlm::ThreadPool& pool() {
+  static smolvlm::ThreadPool p(bench_threads());
+  return p;
+}
+
+struct Operands {
+  std::vector<float> x, w32, y;
+  std::vector<uint16_t> w16;
+};
+
+Operands make_operands(const Shape& s, DType dt) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Operands o;
+  o.x.resize(size_t(s.M * s.K));
+  for (float& v : o.x) v = dist(rng);
+  if (dt == DType::F32) {
+    o.w32.resize(size_t(s.N * s.K));
+    for (float& v : o.w32) v = dist(rng);
+  } else {
+    o.w16.resize(size_t(s.N * s.K));
+    for (uint16_t& v : o.w16) v = smolvlm::f32_to_bf16(dist(rng));
+  }
+  o.y.resize(size_t(s.M * s.N));
+  return o;
+}
+
+void set_counters(benchmark::State& state, const Shape& s, double weight_bytes) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(s.M * s.N * s.K) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (s.M <= 4)
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(double(s.N * s.K) * weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_ours(benchmark::State& state, Shape s, DType dt) {
+  Operands o = make_operands(s, dt);
+  smolvlm::WeightRef w{dt == DType::F32 ? static_cast<const void*>(o.w32.data()) : o.w16.data(), dt, s.N, s.K};
+  for (auto _ : state) {
+    smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), pool());
+    benchmark::DoNotOptimize(o.y.data());
+  }
+  set_counters(state, s, dt == DType::F32 ? 4 : 2);
+}
+
+#ifdef SMOLVLM_HAVE_OPENBLAS
+void bm_openblas(benchmark::State& state, Shape s) {
+  Operands o = make_operands(s, DType::F32);
+  openblas_set_num_threads(bench_threads());
+  for (auto _ : state) {
+    // y[M,N] = x[M,K] · w[N,K]ᵀ, as linear() computes it.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s.M), int(s.N), int(s.K), 1.f, o.x.data(), int(s.K),
+                o.w32.data(), int(s.K), 0.f, o.y.data(), int(s.N));
+    benchmark::DoNotOptimize(o.y.data());
+  }
+  set_counters(state, s, 4);
+}
+#endif
+
+std::string shape_name(const Shape& s) {
+  return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
+}
+
+int register_all() {
+  for (const Shape& s : kShapes) {
+    const std::string n = shape_name(s);
+    benchmark::RegisterBenchmark(("ours_bf16/" + n).c_str(), bm_ours, s, DType::BF16)->UseRealTime();
+    benchmark::RegisterBenchmark(("ours_f32/" + n).c_str(), bm_ours, s, DType::F32)->UseRealTime();
+#ifdef SMOLVLM_HAVE_OPENBLAS
+    benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s)->UseRealTime();
+#endif
+  }
+  benchmark::AddCustomContext("threads", std::to_string(bench_threads()));
+  benchmark::AddCustomContext("smolvlm_kernel_path", smolvlm::kernel_path_name(smolvlm::active_kernel_path()));
+#ifdef SMOLVLM_HAVE_OPENBLAS
+  benchmark::AddCustomContext("openblas_config", openblas_get_config());
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  benchmark::AddCustomContext("OPENBLAS_CORETYPE", coretype ? coretype : "(unset)");
+#endif
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,132 @@
+#include "kernels/ceilings.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace smolvlm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr int kScalarChains = 8;
+
+// Portable build: the compiler emits scalar multiplies and adds (no FMA without -mfma). Eight
+// separate chains; the empty asm statements keep the compiler from vectorizing them.
+float scalar_loop(long iterations) {
+  float c0 = 0.000f, c1 = 0.001f, c2 = 0.002f, c3 = 0.003f, c4 = 0.004f, c5 = 0.005f, c6 = 0.006f, c7 = 0.007f;
+  const float a = 0.999999f, b = 1e-7f;
+  for (long it = 0; it < iterations; ++it) {
+    c0 = c0 * a + b;
+    c1 = c1 * a + b;
+    c2 = c2 * a + b;
+    c3 = c3 * a + b;
+    c4 = c4 * a + b;
+    c5 = c5 * a + b;
+    c6 = c6 * a + b;
+    c7 = c7 * a + b;
+    __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6), "+x"(c7));
+  }
+  return c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7;
+}
+
+struct AlignedFloats {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data;
+  explicit AlignedFloats(size_t n) {
+    data.reset(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
+    if (!data) throw internal_error("ceilings: cannot allocate " + std::to_string(n * sizeof(float)) + " bytes");
+  }
+};
+
+}  // namespace
+
+double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds) {
+  if (!kernel_path_supported(path))
+    throw unsupported(std::string("FMA peak: this CPU cannot run the ") + kernel_path_name(path) + " path");
+  float (*loop)(long) = scalar_loop;
+  double flops_per_iteration = kScalarChains * 2;
+  if (path == KernelPath::Avx2) {
+    loop = ceilings_detail::fma_loop_avx2;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx2();
+  } else if (path == KernelPath::Avx512) {
+    loop = ceilings_detail::fma_loop_avx512;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx512();
+  }
+  // Calibrate on one thread to runs of ~2 ms (short enough to fit in one scheduler slice on a busy
+  // machine), then take the best of the timed runs.
+  long iterations = 1 << 12;
+  for (;;) {
+    auto t0 = Clock::now();
+    volatile float sink = loop(iterations);
+    (void)sink;
+    if (seconds_since(t0) > 0.001 || iterations > (1L << 40)) {
+      iterations = long(double(iterations) * 0.002 / std::max(seconds_since(t0), 1e-9)) + 1;
+      break;
+    }
+    iterations *= 4;
+  }
+  double best = 0;
+  const auto start = Clock::now();
+  do {
+    std::atomic<float> sink{0};
+    auto t0 = Clock::now();
+    pool.run_on_all([&](int) { sink.store(loop(iterations)); });
+    const double dt = seconds_since(t0);
+    best = std::max(best, flops_per_iteration * double(iterations) * pool.size() / dt / 1e9);
+  } while (seconds_since(start) < seconds);
+  return best;
+}
+
+double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double seconds) {
+  const size_t n = std::max<size_t>(bytes_per_array / sizeof(float), 1024);
+  AlignedFloats a(n), b(n), c(n);
+  float* pa = a.data.get();
+  float* pb = b.data.get();
+  float* pc = c.data.get();
+  const int64_t threads = pool.size();
+  auto slice = [&](int t, size_t& begin, size_t& end) {
+    begin = n * size_t(t) / size_t(threads);
+    end = n * size_t(t + 1) / size_t(threads);
+  };
+  // First touch by the thread that will stream the slice.
+  pool.run_on_all([&](int t) {
+    size_t b0, e0;
+    slice(t, b0, e0);
+    for (size_t i = b0; i < e0; ++i) {
+      pa[i] = 0.f;
+      pb[i] = 1.f;
+      pc[i] = 2.f;
+    }
+  });
+  const float s = 3.f;
+  double best = 0;
+  const auto start = Clock::now();
+  int passes = 0;
+  do {
+    auto t0 = Clock::now();
+    pool.run_on_all([&](int t) {
+      size_t b0, e0;
+      slice(t, b0, e0);
+      for (size_t i = b0; i < e0; ++i) pa[i] = pb[i] + s * pc[i];
+    });
+    const double dt = seconds_since(t0);
+    best = std::max(best, 3.0 * double(n * sizeof(float)) / dt / 1e9);
+    ++passes;
+  } while (seconds_since(start) < seconds || passes < 3);
+  if (pa[n / 2] != 7.f) throw internal_error("triad: wrong result");
+  return best;
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,33 @@
+// Hardware ceilings measured on the running machine, so benchmarks (and `smolvlm bench`) can report
+// kernels as fractions of what the CPU can do: peak fp32 FMA throughput per kernel path and STREAM
+// triad memory bandwidth.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/cpu.h"
+#include "kernels/thread_pool.h"
+
+namespace smolvlm {
+
+// Peak fp32 multiply-add throughput in GFLOP/s (2 flops per lane per FMA) with every pool thread
+// running independent FMAs held in registers: scalar (mul+add, portable build), AVX2 (ymm FMA) or
+// AVX-512 (zmm FMA). Best of a few runs of about `seconds` in total. Error(Unsupported) for a path
+// the CPU cannot run.
+double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds = 0.3);
+
+// STREAM triad a[i] = b[i] + s*c[i] over three fp32 arrays of `bytes_per_array` bytes each, split
+// across the pool's threads; GB/s counting 3 * bytes_per_array per pass (STREAM's convention).
+// Best pass within about `seconds`. The arrays should be much larger than the last-level cache.
+double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array = size_t(64) << 20, double seconds = 0.5);
+
+namespace ceilings_detail {
+// Runs `iterations` rounds of independent register FMAs; returns a value that depends on all of them
+// (so the loop cannot be removed). flops_per_iteration() tells how many flops one round does.
+float fma_loop_avx2(long iterations);
+double fma_flops_per_iteration_avx2();
+float fma_loop_avx512(long iterations);
+double fma_flops_per_iteration_avx512();
+}  // namespace ceilings_detail
+
+}  // namespace smolvlm

@@ -1,0 +1,30 @@
+#include <immintrin.h>
+
+#include "kernels/ceilings.h"
+
+namespace smolvlm::ceilings_detail {
+
+namespace {
+constexpr int kChains = 16;
+}
+
+float fma_loop_avx512(long iterations) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * float(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+double fma_flops_per_iteration_avx512() { return kChains * 16 * 2; }
+
+}  // namespace smolvlm::ceilings_detail
