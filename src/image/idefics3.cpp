@@ -1,0 +1,226 @@
+#include "image/idefics3.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace smolvlm {
+namespace {
+
+constexpr int64_t kMaxImageSizeClamp = 4096;  // HF's MAX_IMAGE_SIZE upper bound for the first resize
+
+inline int mul_div255(int a, int b) {
+  const int t = a * b + 128;
+  return ((t >> 8) + t) >> 8;
+}
+
+// Pillow resizes RGBA through premultiplied RGBa and back.
+U8Image resize_rgba(const U8Image& in, int64_t w, int64_t h, ResampleFilter filter) {
+  if (filter == ResampleFilter::Nearest || (w == in.width && h == in.height)) return resize_u8(in, w, h, filter);
+  U8Image pre = in;
+  for (size_t i = 0; i < pre.pixels.size(); i += 4) {
+    const int a = pre.pixels[i + 3];
+    for (int c = 0; c < 3; ++c) pre.pixels[i + c] = static_cast<uint8_t>(mul_div255(pre.pixels[i + c], a));
+  }
+  U8Image out = resize_u8(pre, w, h, filter);
+  for (size_t i = 0; i < out.pixels.size(); i += 4) {
+    const int a = out.pixels[i + 3];
+    if (a == 0 || a == 255) continue;
+    for (int c = 0; c < 3; ++c) out.pixels[i + c] = static_cast<uint8_t>(std::min(255, 255 * out.pixels[i + c] / a));
+  }
+  return out;
+}
+
+// HF's `resize`: a PIL image of the array's mode (L, RGB or RGBA) resized with Pillow.
+U8Image hf_resize(const U8Image& in, int64_t h, int64_t w, ResampleFilter filter) {
+  if (h < 1 || w < 1)
+    throw bad_input("image preprocessing: computed an empty target size " + std::to_string(w) + "x" + std::to_string(h));
+  // HF opens an array whose last axis is 1 as mode P, which Pillow resizes with NEAREST and whose
+  // RGB conversion depends on a default palette; only reachable through the channels-first quirk.
+  if (in.width == 1 && in.channels != 3 && in.width != w)
+    throw unsupported("image preprocessing: a 1-pixel-wide intermediate in HF's channels-first layout is not supported");
+  if (in.channels == 4) return resize_rgba(in, w, h, filter);
+  return resize_u8(in, w, h, filter);
+}
+
+U8Image crop(const U8Image& in, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
+  U8Image out{x1 - x0, y1 - y0, in.channels, {}};
+  const size_t row = static_cast<size_t>(out.width * in.channels);
+  out.pixels.resize(row * out.height);
+  for (int64_t y = y0; y < y1; ++y)
+    std::memcpy(&out.pixels[(y - y0) * row], &in.pixels[(y * in.width + x0) * in.channels], row);
+  return out;
+}
+
+// HF's convert_to_rgb (composite over opaque white) writing [3, S, S] channels-first.
+void tile_to_rgb_chw(const U8Image& t, uint8_t* out) {
+  const int64_t n = t.width * t.height;
+  const uint8_t* p = t.pixels.data();
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t rgb[3];
+    if (t.channels == 1) {
+      rgb[0] = rgb[1] = rgb[2] = p[i];
+    } else if (t.channels == 3) {
+      std::memcpy(rgb, p + i * 3, 3);
+    } else {  // RGBA over white, Pillow's alpha_composite arithmetic
+      const uint8_t* s = p + i * 4;
+      const uint32_t a = s[3];
+      if (a == 0) {
+        rgb[0] = rgb[1] = rgb[2] = 255;
+      } else {
+        constexpr uint32_t kBits = 7;
+        const uint32_t blend = 255 * (255 - a);
+        const uint32_t outa255 = a * 255 + blend;
+        const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / outa255;
+        const uint32_t coef2 = 255 * (1u << kBits) - coef1;
+        for (int c = 0; c < 3; ++c) {
+          const uint32_t tmp = s[c] * coef1 + 255 * coef2 + (0x80u << kBits);
+          rgb[c] = static_cast<uint8_t>(((((tmp >> 8) + tmp) >> 8)) >> kBits);
+        }
+      }
+    }
+    for (int c = 0; c < 3; ++c) out[c * n + i] = rgb[c];
+  }
+}
+
+// The [H, W, 3] array as HF sees it: channels-last normally; for heights 1, 3 or 4 HF infers
+// channels-first, i.e. an image of H channels, W rows and 3 columns.
+U8Image hf_input_array(const RgbImage& img, bool& quirk) {
+  quirk = img.height == 1 || img.height == 3 || img.height == 4;
+  if (!quirk) return U8Image{img.width, img.height, 3, img.pixels};
+  const int64_t C = img.height, H = img.width, W = 3;
+  U8Image out{W, H, static_cast<int>(C), std::vector<uint8_t>(img.pixels.size())};
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = 0; x < W; ++x) out.pixels[(y * W + x) * C + c] = img.pixels[(c * H + y) * W + x];
+  return out;
+}
+
+void validate_config(const ImageProcessorConfig& cfg) {
+  if (cfg.max_image_size < 1 || cfg.max_image_size > 16384)
+    throw bad_input("preprocessor config: max_image_size.longest_edge must be in 1..16384, got " +
+                    std::to_string(cfg.max_image_size));
+  if (cfg.do_resize && (cfg.longest_edge < 1 || cfg.longest_edge > 65536))
+    throw bad_input("preprocessor config: size.longest_edge must be in 1..65536, got " + std::to_string(cfg.longest_edge));
+  if (cfg.do_rescale && !std::isfinite(cfg.rescale_factor))
+    throw bad_input("preprocessor config: rescale_factor must be finite");
+  for (int c = 0; c < 3; ++c)
+    if (cfg.do_normalize && cfg.image_std[c] == 0.0f)
+      throw bad_input("preprocessor config: image_std must not be 0");
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> idefics3_longest_edge_size(int64_t height, int64_t width, int64_t longest_edge) {
+  const double aspect = static_cast<double>(width) / static_cast<double>(height);
+  int64_t h = height, w = width;
+  if (w >= h) {
+    w = longest_edge;
+    h = static_cast<int64_t>(static_cast<double>(w) / aspect);
+    if (h % 2 != 0) h += 1;
+  } else {
+    h = longest_edge;
+    w = static_cast<int64_t>(static_cast<double>(h) * aspect);
+    if (w % 2 != 0) w += 1;
+  }
+  h = std::max<int64_t>(h, 1);
+  w = std::max<int64_t>(w, 1);
+  // HF then scales down below MAX_IMAGE_SIZE (never triggers for longest_edge <= 4096).
+  const double aspect2 = static_cast<double>(w) / static_cast<double>(h);
+  if (w >= h && w > kMaxImageSizeClamp) {
+    w = kMaxImageSizeClamp;
+    h = static_cast<int64_t>(static_cast<double>(w) / aspect2);
+  } else if (h > w && h > kMaxImageSizeClamp) {
+    h = kMaxImageSizeClamp;
+    w = static_cast<int64_t>(static_cast<double>(h) * aspect2);
+  }
+  return {std::max<int64_t>(h, 1), std::max<int64_t>(w, 1)};
+}
+
+std::pair<int64_t, int64_t> idefics3_vision_encoder_size(int64_t height, int64_t width, int64_t m) {
+  const double aspect = static_cast<double>(width) / static_cast<double>(height);
+  auto ceil_mult = [m](double v) { return static_cast<int64_t>(std::ceil(v / static_cast<double>(m))) * m; };
+  int64_t h = height, w = width;
+  if (w >= h) {
+    w = ceil_mult(static_cast<double>(w));
+    h = static_cast<int64_t>(static_cast<double>(w) / aspect);
+    h = ceil_mult(static_cast<double>(h));
+  } else {
+    h = ceil_mult(static_cast<double>(h));
+    w = static_cast<int64_t>(static_cast<double>(h) * aspect);
+    w = ceil_mult(static_cast<double>(w));
+  }
+  return {h, w};
+}
+
+PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcessorConfig& cfg,
+                                      std::optional<bool> do_split, Idefics3Trace* trace) {
+  if (image.width < 1 || image.height < 1 ||
+      static_cast<int64_t>(image.pixels.size()) != image.width * image.height * 3)
+    throw bad_input("image preprocessing: invalid RGB image " + std::to_string(image.width) + "x" +
+                    std::to_string(image.height));
+  validate_config(cfg);
+  const ResampleFilter filter = resample_filter_from_pil(cfg.resample);
+  const bool split = do_split.value_or(cfg.do_image_splitting);
+  const int64_t M = cfg.max_image_size;
+
+  bool quirk = false;
+  U8Image current = hf_input_array(image, quirk);
+  if (cfg.do_resize) {
+    const auto [h, w] = idefics3_longest_edge_size(current.height, current.width, cfg.longest_edge);
+    current = hf_resize(current, h, w, filter);
+  }
+  if (trace) {
+    trace->channels_first_quirk = quirk;
+    trace->resized = current;
+  }
+
+  std::vector<U8Image> tiles;
+  PreprocessedImage out;
+  out.tile_size = M;
+  if (split) {
+    const auto [h2, w2] = idefics3_vision_encoder_size(current.height, current.width, M);
+    current = hf_resize(current, h2, w2, filter);
+    if (trace) trace->vision_encoder = current;
+    if (current.height > M || current.width > M) {
+      out.rows = (current.height + M - 1) / M;
+      out.cols = (current.width + M - 1) / M;
+      const int64_t th = (current.height + out.rows - 1) / out.rows, tw = (current.width + out.cols - 1) / out.cols;
+      for (int64_t r = 0; r < out.rows; ++r)
+        for (int64_t c = 0; c < out.cols; ++c)
+          tiles.push_back(crop(current, c * tw, r * th, std::min((c + 1) * tw, current.width),
+                               std::min((r + 1) * th, current.height)));
+      current = hf_resize(current, M, M, filter);
+    }
+  } else {
+    current = hf_resize(current, M, M, filter);
+  }
+  if (trace) trace->global = current;
+  tiles.push_back(std::move(current));
+  for (const auto& t : tiles)
+    if (t.width != M || t.height != M) throw internal_error("image preprocessing: tile is not max_image_size square");
+
+  out.num_tiles = static_cast<int64_t>(tiles.size());
+  const size_t plane = static_cast<size_t>(M * M);
+  out.tiles_u8.resize(tiles.size() * 3 * plane);
+  for (size_t i = 0; i < tiles.size(); ++i) tile_to_rgb_chw(tiles[i], &out.tiles_u8[i * 3 * plane]);
+
+  // rescale: float32(double(v) * factor); normalize: (x - mean) / std in float32. A function of
+  // (value, channel), so one table per channel.
+  float lut[3][256];
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      float x = cfg.do_rescale ? static_cast<float>(static_cast<double>(v) * cfg.rescale_factor) : static_cast<float>(v);
+      if (cfg.do_normalize) x = (x - cfg.image_mean[c]) / cfg.image_std[c];
+      lut[c][v] = x;
+    }
+  }
+  out.pixel_values.resize(out.tiles_u8.size());
+  for (size_t i = 0; i < out.tiles_u8.size(); ++i) out.pixel_values[i] = lut[(i / plane) % 3][out.tiles_u8[i]];
+  return out;
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,31 @@
+// Pillow-exact 8-bit resampling (Image.resize of Pillow 9.4 with box = whole image, no reducing_gap).
+// Convolution filters are separable: per axis the weights are computed once in double precision,
+// turned into 22-bit fixed point, applied horizontally first into a uint8 intermediate (only the rows
+// the vertical pass reads), then vertically. An axis whose size does not change is not resampled; when
+// neither changes the result is a copy. Channels are independent and stay interleaved.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace smolvlm {
+
+// Values are Pillow's filter constants (what `resample` holds in preprocessor_config.json).
+enum class ResampleFilter : int { Nearest = 0, Lanczos = 1, Bilinear = 2, Bicubic = 3, Box = 4, Hamming = 5 };
+
+// Maps a PIL resample id (0..5) to the filter; throws Error(BadInput) for anything else.
+ResampleFilter resample_filter_from_pil(int64_t pil_id);
+const char* resample_filter_name(ResampleFilter filter);  // "nearest", "lanczos", ...
+
+// An 8-bit image with `channels` interleaved samples per pixel, row-major [height, width, channels].
+struct U8Image {
+  int64_t width = 0, height = 0;
+  int channels = 0;
+  std::vector<uint8_t> pixels;
+};
+
+// Resizes like Pillow's Image.resize on mode L (1 channel) or RGB (3 channels); other channel
+// counts are resized channel by channel with the same arithmetic. Sizes must be >= 1: Error(BadInput).
+U8Image resize_u8(const U8Image& in, int64_t out_width, int64_t out_height, ResampleFilter filter);
+
+}  // namespace smolvlm
