@@ -1,0 +1,38 @@
+// Scaled dot-product attention as HF's eager path computes it (scores = q·kᵀ·scale, causal mask,
+// fp32 softmax, weighted sum of values), with grouped-query heads. One (head, query) row is computed
+// at a time by one thread, so only a row of Lk scores per thread is ever held (never an [L, L]
+// matrix) and the result does not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/thread_pool.h"
+
+namespace smolvlm {
+
+struct AttentionShape {
+  int64_t q_heads = 0;
+  int64_t kv_heads = 0;  // q_heads is a multiple; query head h reads kv head h / (q_heads / kv_heads)
+  int64_t head_dim = 0;
+};
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [q_rows, q_heads * head_dim], rows q_stride floats apart
+  int64_t q_rows = 0;
+  int64_t q_stride = 0;
+  const float* k = nullptr;  // [kv_rows, kv_heads * head_dim], rows kv_stride floats apart
+  const float* v = nullptr;  // same layout as k
+  int64_t kv_rows = 0;
+  int64_t kv_stride = 0;
+  float scale = 1.0f;
+  // Causal: query row i sits at position q_pos0 + i and sees keys 0 ..= q_pos0 + i (which must be
+  // < kv_rows). Not causal: every query sees all kv_rows keys.
+  bool causal = false;
+  int64_t q_pos0 = 0;
+  float* out = nullptr;      // [q_rows, q_heads * head_dim], rows out_stride floats apart
+  int64_t out_stride = 0;
+};
+
+void attention(const AttentionArgs& args, const AttentionShape& shape, ThreadPool& pool);
+
+}  // namespace smolvlm

@@ -1,0 +1,131 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+#include "kernels/cpu.h"
+
+namespace smolvlm {
+
+namespace {
+
+bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
+
+void rms_norm_row(const float* x, int64_t dim, const float* weight, float eps, float* y) {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < dim; ++i) sum_sq += double(x[i]) * double(x[i]);
+  const float variance = static_cast<float>(sum_sq / double(dim));
+  const float inv = 1.0f / std::sqrt(variance + eps);
+  for (int64_t i = 0; i < dim; ++i) y[i] = weight[i] * (x[i] * inv);
+}
+
+}  // namespace
+
+void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
+                float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    double sum = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum += xr[i];
+    const double mean = sum / double(dim);
+    double sum_sq = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum_sq += (xr[i] - mean) * (xr[i] - mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
+    const float mean_f = static_cast<float>(mean);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] - mean_f) * inv * weight[i] + bias[i];
+  }
+}
+
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y) {
+  const bool avx2 = use_avx2();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (avx2)
+      detail::rms_norm_row_avx2(x + r * dim, dim, weight, eps, y + r * dim);
+    else
+      rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
+  }
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
+  const float kappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float inner = beta * (v + kappa * v * v * v);
+    x[i] = 0.5f * v * (1.0f + std::tanh(inner));
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  if (use_avx2()) return detail::add_inplace_avx2(y, x, n);
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq) {
+  // torch: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), every step in float32.
+  const float base = static_cast<float>(theta);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    inv_freq[i] = 1.0f / std::pow(base, exponent);
+  }
+}
+
+void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                      const int64_t* positions, const float* inv_freq) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float pos = static_cast<float>(positions[r]);
+    float* row = x + r * row_stride;
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[i];
+      const float c = std::cos(angle), s = std::sin(angle);
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = row + h * head_dim;
+        const float a = v[i], b = v[i + half];
+        // q·cos + rotate_half(q)·sin with rotate_half(q) = (-q2, q1)
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float max_v = x[0];
+  for (int64_t i = 1; i < n; ++i) max_v = std::max(max_v, x[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max_v);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  if (use_avx2()) return detail::dot_avx2(a, b, n);
+  float acc = 0.f;
+  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+  if (use_avx2()) return detail::axpy_avx2(a, x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,55 @@
+// Element-wise and row-wise kernels of the models (norms, activations, RoPE, softmax, argmax), fp32.
+// Each has a plain scalar version and, where the work is large enough to matter, an AVX2 version;
+// the one used follows active_kernel_path() (kernels/cpu.h). Every function processes whole rows
+// itself, so results never depend on how callers split rows across threads.
+#pragma once
+
+#include <cstdint>
+
+namespace smolvlm {
+
+// y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias  (torch.nn.LayerNorm, biased variance).
+// x and y may alias.
+void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
+                float* y);
+
+// y[r, :] = x[r, :] / sqrt(mean(x²) + eps) * weight  (HF LlamaRMSNorm in fp32). x and y may alias.
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y);
+
+// In place: x = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (torch gelu, approximate="tanh").
+void gelu_tanh(float* x, int64_t n);
+
+// In place: gate = silu(gate) · up  (the SwiGLU product of Llama's MLP).
+void silu_mul(float* gate, const float* up, int64_t n);
+
+// y[i] += x[i]  (residual connections).
+void add_inplace(float* y, const float* x, int64_t n);
+
+// Rotary embedding, HF "default" rope in the rotate-half layout: for each of `rows` rows (one per
+// position), each of `heads` heads of `head_dim` values, pairs (i, i + head_dim/2) are rotated by
+// angle positions[r] · inv_freq[i]. `row_stride` is the distance between rows in floats.
+void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                      const int64_t* positions, const float* inv_freq);
+
+// HF's inv_freq = 1 / theta^(arange(0, head_dim, 2) / head_dim), computed in float32 as torch does.
+void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq /* [head_dim/2] */);
+
+// In place, numerically stable: x = exp(x - max) / sum.
+void softmax(float* x, int64_t n);
+
+// Index of the largest value; the first one on ties (torch.argmax). n >= 1.
+int64_t argmax(const float* x, int64_t n);
+
+// Dot product and y += a·x, the inner loops of attention.
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, float* y, int64_t n);
+
+namespace detail {
+// The AVX2 versions (ops_avx2.cpp), called only when the active path allows them.
+float dot_avx2(const float* a, const float* b, int64_t n);
+void axpy_avx2(float a, const float* x, float* y, int64_t n);
+void add_inplace_avx2(float* y, const float* x, int64_t n);
+void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float eps, float* y);
+}  // namespace detail
+
+}  // namespace smolvlm

@@ -1,0 +1,72 @@
+// The Llama decoder (SmolLM2, and the text model of Idefics3): token embeddings, pre-RMSNorm layers
+// with rotate-half RoPE and grouped-query attention over an external KV store, SiLU-gated MLP, final
+// RMSNorm, lm_head (tied to the embeddings when the config says so).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/gemm.h"
+#include "kernels/thread_pool.h"
+
+namespace smolvlm {
+
+// Where a forward pass reads and writes keys/values: for layer l, position p, the K row is
+// k + (l·capacity + p)·kv_dim (kv_dim = kv_heads·head_dim), the same for V. Owned by the caller.
+struct KvStore {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t capacity = 0;
+};
+
+class LlamaModel {
+ public:
+  // `prefix` is where the decoder lives: "model." (LlamaForCausalLM) or "model.text_model." (Idefics3).
+  LlamaModel(const Checkpoint& ckpt, const std::string& prefix);
+
+  const TextConfig& config() const { return cfg_; }
+  int64_t hidden() const { return cfg_.hidden_size; }
+  int64_t vocab() const { return cfg_.vocab_size; }
+  int64_t layers() const { return cfg_.num_hidden_layers; }
+  int64_t kv_heads() const { return cfg_.num_key_value_heads; }
+  int64_t head_dim() const { return cfg_.head_dim; }
+
+  // Activation buffers for up to `max_rows` positions per forward call.
+  struct Scratch {
+    Scratch(const LlamaModel& m, int64_t max_rows);
+    int64_t max_rows;
+    std::vector<float> normed, q, attn, proj, gate, up;
+    std::vector<int64_t> positions;
+  };
+
+  // out[i, :] = embedding of ids[i]; Error(BadInput) for an id outside the vocabulary.
+  void embed(const int64_t* ids, int64_t n, float* out) const;
+
+  // Runs positions [pos0, pos0 + rows) whose input embeddings are in x [rows, hidden] (x is used as
+  // the residual stream and overwritten), appending their keys/values to `kv` and attending over
+  // positions [0, pos0 + rows). Writes the logits of the last row to logits_last [vocab].
+  // The caller guarantees pos0 >= 0, pos0 + rows <= kv.capacity, rows <= scratch.max_rows.
+  void forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv, Scratch& scratch, ThreadPool& pool,
+               float* logits_last) const;
+
+ private:
+  struct Layer {
+    std::vector<float> input_norm, post_norm;
+    WeightRef q, k, v, o, gate, up, down;
+    std::vector<float> q_b, k_b, v_b, o_b, gate_b, up_b, down_b;  // empty unless attention_bias / mlp_bias
+  };
+  void attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0, const KvStore& kv,
+                       Scratch& s, ThreadPool& pool) const;
+  void mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const;
+
+  TextConfig cfg_;
+  const TensorView* embed_ = nullptr;
+  std::vector<Layer> layers_;
+  std::vector<float> final_norm_;
+  WeightRef lm_head_;
+  std::vector<float> inv_freq_;
+};
+
+}  // namespace smolvlm

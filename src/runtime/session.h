@@ -1,0 +1,60 @@
+// One sequence being generated: a KV cache and the position of the next token. prefill() and decode()
+// are separate calls sharing this explicit state; every misuse (decode before prefill, a cache from
+// another model or shape, writing past capacity, a negative position) is Error(State), never a
+// silent overwrite. Two sessions never share buffers; run one call at a time per ThreadPool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "model/llama.h"
+#include "runtime/kv_cache.h"
+#include "runtime/model.h"
+
+namespace smolvlm {
+
+class Session {
+ public:
+  // A fresh cache of `capacity` positions for `model`.
+  Session(const Model& model, ThreadPool& pool, int64_t capacity);
+  // Adopts an existing cache; Error(State) if it was made for another model or has another shape.
+  Session(const Model& model, ThreadPool& pool, KvCache cache);
+
+  const Model& model() const { return model_; }
+  int64_t position() const { return position_; }  // tokens in the cache = position of the next one
+  int64_t capacity() const { return cache_.capacity(); }
+  bool started() const { return position_ > 0; }
+  const KvCache& cache() const { return cache_; }
+  // Logits [vocab] of the last processed position; Error(State) before the first prefill.
+  std::span<const float> logits() const;
+
+  // Forgets every token (the cache and buffers are kept for reuse).
+  void reset();
+  // Keeps only the first `position` tokens (0 <= position <= position()), e.g. to re-run a suffix.
+  void truncate(int64_t position);
+
+  // Appends `ids` (or input embeddings [rows, hidden]) and returns the logits of the last one.
+  std::span<const float> prefill(std::span<const int64_t> ids);
+  std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows);
+  // Appends one generated token; Error(State) before prefill or when the cache is full.
+  std::span<const float> decode(int64_t token);
+
+ private:
+  void check_room(int64_t rows, const char* what) const;
+  void ensure_buffers(int64_t rows);
+  std::span<const float> run(int64_t rows);
+
+  const Model& model_;
+  ThreadPool& pool_;
+  KvCache cache_;
+  int64_t position_ = 0;
+  std::optional<LlamaModel::Scratch> scratch_;
+  std::vector<float> x_;       // input embeddings / residual stream [rows, hidden]
+  std::vector<float> logits_;  // [vocab]
+};
+
+}  // namespace smolvlm
