@@ -515,17 +515,17 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
     std::map<std::string, std::string> weight_map = read_weight_map(index_path);
     std::set<std::string> shard_names;
     for (const auto& [tensor, file] : weight_map) shard_names.insert(file);
+    for (const std::string& file : shard_names) {
+      if (std::filesystem::is_regular_file(dir / file, ec)) continue;
+      std::string example;
+      for (const auto& [tensor, f] : weight_map)
+        if (f == file) { example = tensor; break; }
+      throw bad_input(where + ": shard \"" + file + "\" (holding e.g. tensor \"" + example + "\") does not exist in " +
+                      dir.string());
+    }
     std::map<std::string, std::string> seen_in;  // tensor -> shard holding it
     for (const std::string& file : shard_names) {
-      std::filesystem::path shard_path = dir / file;
-      if (!std::filesystem::is_regular_file(shard_path, ec)) {
-        std::string example;
-        for (const auto& [tensor, f] : weight_map)
-          if (f == file) { example = tensor; break; }
-        throw bad_input(where + ": shard \"" + file + "\" (holding e.g. tensor \"" + example + "\") does not exist in " +
-                        dir.string());
-      }
-      auto shard = std::make_unique<SafetensorsFile>(shard_path);
+      auto shard = std::make_unique<SafetensorsFile>(dir / file);
       for (const TensorView& t : shard->tensors()) {
         auto prior = seen_in.find(t.name);
         if (prior != seen_in.end())
