@@ -1,0 +1,132 @@
+// The model kernels against plain double-precision formulas, on every kernel path the CPU runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cpu.h"
+#include "kernels/ops.h"
+#include "model/connector.h"
+
+namespace smolvlm {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+class OpsOnPath : public ::testing::TestWithParam<KernelPath> {
+ protected:
+  void SetUp() override {
+    saved_ = active_kernel_path();
+    set_kernel_path(GetParam());
+  }
+  void TearDown() override { set_kernel_path(saved_); }
+  KernelPath saved_ = KernelPath::Scalar;
+};
+
+TEST_P(OpsOnPath, CausalGroupedAttentionMatchesTheFormula) {
+  const int64_t qh = 4, kvh = 2, D = 12, kv_rows = 9, q_rows = 3, q_pos0 = 6;
+  const auto q = random_vector(q_rows * qh * D, 1), k = random_vector(kv_rows * kvh * D, 2),
+             v = random_vector(kv_rows * kvh * D, 3);
+  std::vector<float> out(q_rows * qh * D);
+  AttentionArgs a{q.data(), q_rows, qh * D, k.data(), v.data(), kv_rows, kvh * D, 0.3f, true, q_pos0, out.data(), qh * D};
+  ThreadPool pool(2);
+  attention(a, AttentionShape{qh, kvh, D}, pool);
+  double max_err = 0;
+  for (int64_t i = 0; i < q_rows; ++i)
+    for (int64_t h = 0; h < qh; ++h) {
+      const int64_t g = h / (qh / kvh), n = q_pos0 + i + 1;
+      std::vector<double> p(n);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d) s += double(q[(i * qh + h) * D + d]) * k[(j * kvh + g) * D + d];
+        p[j] = s * 0.3;
+        mx = std::max(mx, p[j]);
+      }
+      for (auto& x : p) sum += (x = std::exp(x - mx));
+      for (int64_t d = 0; d < D; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j < n; ++j) o += p[j] / sum * v[(j * kvh + g) * D + d];
+        max_err = std::max(max_err, std::fabs(o - out[(i * qh + h) * D + d]));
+      }
+    }
+  EXPECT_LT(max_err, 1e-5);
+}
+
+TEST_P(OpsOnPath, NormsMatchTheFormulas) {
+  const int64_t rows = 3, dim = 37;
+  const auto x = random_vector(rows * dim, 4), w = random_vector(dim, 5), b = random_vector(dim, 6);
+  std::vector<float> ln(rows * dim), rms(rows * dim);
+  layer_norm(x.data(), rows, dim, w.data(), b.data(), 1e-6f, ln.data());
+  rms_norm(x.data(), rows, dim, w.data(), 1e-5f, rms.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0, sq = 0;
+    for (int64_t i = 0; i < dim; ++i) mean += x[r * dim + i] / double(dim);
+    for (int64_t i = 0; i < dim; ++i) {
+      var += std::pow(x[r * dim + i] - mean, 2) / double(dim);
+      sq += std::pow(double(x[r * dim + i]), 2) / double(dim);
+    }
+    for (int64_t i = 0; i < dim; ++i) {
+      EXPECT_NEAR(ln[r * dim + i], (x[r * dim + i] - mean) / std::sqrt(var + 1e-6) * w[i] + b[i], 1e-5);
+      EXPECT_NEAR(rms[r * dim + i], x[r * dim + i] / std::sqrt(sq + 1e-5) * w[i], 1e-5);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, OpsOnPath, ::testing::ValuesIn(supported_kernel_paths()),
+                         [](const auto& info) { return std::string(kernel_path_name(info.param)); });
+
+TEST(Ops, RopeRotatesPairsHalfAHeadApart) {
+  const int64_t D = 8, heads = 2;
+  std::vector<float> inv(D / 2);
+  rope_inv_freq(10000.0, D, inv.data());
+  EXPECT_FLOAT_EQ(inv[0], 1.0f);
+  EXPECT_NEAR(inv[1], 1.0 / std::pow(10000.0, 2.0 / 8), 1e-7);
+  auto x = random_vector(heads * D, 7);
+  const auto orig = x;
+  const int64_t pos = 5;
+  rope_rotate_half(x.data(), 1, heads * D, heads, D, &pos, inv.data());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double a = orig[h * D + i], b = orig[h * D + i + D / 2], t = pos * double(inv[i]);
+      EXPECT_NEAR(x[h * D + i], a * std::cos(t) - b * std::sin(t), 1e-5);
+      EXPECT_NEAR(x[h * D + i + D / 2], b * std::cos(t) + a * std::sin(t), 1e-5);
+    }
+}
+
+TEST(Ops, ActivationsSoftmaxArgmax) {
+  std::vector<float> g = {-2.f, 0.f, 1.5f}, up = {2.f, 3.f, -1.f};
+  silu_mul(g.data(), up.data(), 3);
+  EXPECT_NEAR(g[0], -2.0 / (1 + std::exp(2.0)) * 2, 1e-6);
+  EXPECT_NEAR(g[2], 1.5 / (1 + std::exp(-1.5)) * -1, 1e-6);
+  std::vector<float> x = {-1.f, 0.5f, 3.f};
+  gelu_tanh(x.data(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const double v = std::vector<double>{-1, 0.5, 3}[i];
+    EXPECT_NEAR(x[i], 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
+  }
+  std::vector<float> s = {1.f, 3.f, 3.f, -2.f};
+  EXPECT_EQ(argmax(s.data(), 4), 1);  // first of the ties, like torch
+  softmax(s.data(), 4);
+  EXPECT_NEAR(s[0] + s[1] + s[2] + s[3], 1.0, 1e-6);
+  EXPECT_FLOAT_EQ(s[1], s[2]);
+}
+
+TEST(Connector, PixelShuffleFollowsHFIndexOrder) {
+  // 4x4 patches of 1 feature holding their own index, scale 2: token (0,0) gathers patches 0, 1, 4, 5.
+  std::vector<float> in(16), out(16);
+  for (int i = 0; i < 16; ++i) in[i] = float(i);
+  Idefics3Connector::pixel_shuffle(in.data(), 4, 1, 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}));
+}
+
+}  // namespace
+}  // namespace smolvlm

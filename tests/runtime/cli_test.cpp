@@ -1,0 +1,119 @@
+// End to end through the CLI: image files + prompt (caption) or a text prompt (generate) give the
+// golden token ids, and --dump writes the golden stages (pixel_values bit-exact, the rest within 1e-4).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "io/npy.h"
+#include "model/golden_util.h"
+#include "test_util.h"
+
+namespace smolvlm {
+namespace {
+
+using test::Golden;
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("smolvlm_cli_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+nlohmann::json run_json(const std::string& args) {
+  const test::CommandResult r = test::run_cli(args, /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
+  return nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+}
+
+class CaptionGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CaptionGolden, ImageFilesAndPromptGiveTheGoldenTokens) {
+  const Golden g = test::load_golden(GetParam());
+  const auto dump = temp_dir(g.name);
+  std::string args = "caption --model " + quoted(g.model_dir().string());
+  for (const auto& image : g.spec["images"])
+    args += " " + quoted((test::data_dir() / "image" / "model_images" /
+                          std::filesystem::path(image.get<std::string>()).filename()).string());
+  args += " --prompt " + quoted(g.spec["prompt"].get<std::string>());
+  if (!g.spec["do_image_splitting"].get<bool>()) args += " --no-split";
+  args += " --max-new-tokens 8 --threads 2 --json --dump " + quoted(dump.string());
+  const nlohmann::json out = run_json(args);
+  EXPECT_EQ(out["token_ids"].get<std::vector<int64_t>>(), g.npy("generated_ids.npy").to_vector<int64_t>());
+  EXPECT_EQ(out["prompt_tokens"].get<int64_t>(), g.spec["prompt_tokens"].get<int64_t>());
+
+  int64_t tiles = 0;
+  const std::vector<float> pixels = test::golden_pixels(g, &tiles);
+  const NpyArray dumped = read_npy(dump / "pixel_values.npy");
+  ASSERT_EQ(dumped.numel(), static_cast<int64_t>(pixels.size()));
+  EXPECT_EQ(std::memcmp(dumped.data<float>(), pixels.data(), pixels.size() * sizeof(float)), 0) << "pixel_values";
+  for (const char* name : {"vision_last_hidden", "image_hidden_states"}) {
+    const NpyArray ref = g.npy(std::string(name) + ".npy"), got = read_npy(dump / (std::string(name) + ".npy"));
+    ASSERT_EQ(got.shape, ref.shape) << name;
+    EXPECT_LE(test::max_abs_diff(got.data<float>(), ref.data<float>(), ref.numel()), 1e-4f) << name;
+  }
+  const NpyArray ids = read_npy(dump / "generated_ids.npy"), steps = read_npy(dump / "step_logits.npy");
+  EXPECT_EQ(ids.to_vector<int64_t>(), g.npy("generated_ids.npy").to_vector<int64_t>());
+  EXPECT_EQ(steps.shape.at(0), ids.numel());
+  std::filesystem::remove_all(dump);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, CaptionGolden,
+                         ::testing::Values("vlm_split_landscape", "vlm_nosplit_landscape", "vlm_two_images",
+                                           "vlm_gray_png", "vlm_rgba_png", "vlm_jpeg", "vlm_split_portrait",
+                                           "vlm_tiny_upscaled", "tied_split_tall_jpeg", "tied_nosplit_square",
+                                           "tied_two_images", "tied_rgba_png", "tied_gray_nosplit"),
+                         [](const auto& info) { return info.param; });
+
+class GenerateGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GenerateGolden, PromptGivesTheGoldenTokens) {
+  const Golden g = test::load_golden(GetParam());
+  std::string args = "generate --model " + quoted(g.model_dir().string());
+  if (g.spec.contains("prompt") && g.spec["prompt"].is_string()) {
+    args += " --prompt " + quoted(g.spec["prompt"].get<std::string>());
+  } else {
+    const auto& content = g.spec["messages"].at(0)["content"];
+    args += " --chat --prompt " + quoted(content.is_string() ? content.get<std::string>()
+                                                              : content.at(0)["text"].get<std::string>());
+  }
+  args += " --max-new-tokens 8 --json";
+  const nlohmann::json out = run_json(args);
+  EXPECT_EQ(out["token_ids"].get<std::vector<int64_t>>(), g.npy("generated_ids.npy").to_vector<int64_t>());
+  EXPECT_EQ(out["prompt_tokens"].get<int64_t>(), g.spec["prompt_tokens"].get<int64_t>());
+  EXPECT_EQ(out["stopped_on_eos"].get<bool>(), g.spec["stopped_on_eos"].get<bool>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, GenerateGolden,
+                         ::testing::Values("llama_chat_single", "llama_eos_stop", "llama_raw_unicode",
+                                           "llama_single_token", "tied_text_chat_single", "tied_text_eos_stop",
+                                           "tied_text_raw_unicode", "tied_text_single_token"),
+                         [](const auto& info) { return info.param; });
+
+TEST(CliErrors, CleanErrorsWithExitCodes) {
+  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  const auto llama = (test::data_dir() / "models" / "llama-tiny").string();
+  auto r = test::run_cli("caption --model " + quoted(tiny) + " /nonexistent/image.png");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("/nonexistent/image.png"), std::string::npos) << r.out;
+  r = test::run_cli("caption --model " + quoted(llama) + " " +
+                    quoted((test::data_dir() / "image" / "model_images" / "tiny.png").string()));
+  EXPECT_EQ(r.exit_code, 4) << r.out;  // unsupported: text-only model
+  r = test::run_cli("generate --model " + quoted(llama) + " --prompt 'hello world, how are you today?' --ctx 2");
+  EXPECT_EQ(r.exit_code, 6) << r.out;  // state: the prompt does not fit the context
+  r = test::run_cli("generate --model " + quoted(llama) + " --prompt hello --top-p 0");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+}
+
+}  // namespace
+}  // namespace smolvlm
