@@ -20,3 +20,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
+
+# The reference tokenizer (HF tokenizers, Rust, through npm) for the differential tokenizer test and
+# the tokenizer benchmark; pinned by tests/tools/package-lock.json.
+if [ -f "$(dirname "$0")/../tests/tools/package-lock.json" ]; then
+  npm ci --prefix "$(dirname "$0")/../tests/tools" --no-audit --no-fund >/dev/null
+fi

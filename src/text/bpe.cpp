@@ -39,8 +39,10 @@ BpeModel::BpeModel(const json& model, const std::string& where) {
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer()) throw bad_input(where + ".vocab[\"" + it.key() + "\"]: expected an integer id");
     int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= (int64_t(1) << 24))
-      throw bad_input(where + ".vocab[\"" + it.key() + "\"]: id " + std::to_string(id) + " out of range [0, 16777216)");
+    // Real vocabularies are dense; a bound on the holes keeps a hostile file from allocating gigabytes.
+    int64_t limit = static_cast<int64_t>(vocab.size()) + 65536;
+    if (id < 0 || id >= limit)
+      throw bad_input(where + ".vocab[\"" + it.key() + "\"]: id " + std::to_string(id) + " out of range [0, " + std::to_string(limit) + ")");
     vocab_[it.key()] = static_cast<int32_t>(id);
     max_id = std::max(max_id, id);
   }

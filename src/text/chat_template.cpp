@@ -259,6 +259,11 @@ static const Json& data_of(const Value& v, const char* what) {
   fail(std::string(what) + ": expected data, got a " + (v.kind == Value::Kind::Namespace ? "namespace" : "function"));
 }
 
+static std::string bounded_concat(const std::string& a, const std::string& b) {
+  if (a.size() + b.size() > (size_t(64) << 20)) fail("string longer than 64 MiB");
+  return a + b;
+}
+
 static std::string output_string(const Value& v) {
   switch (v.kind) {
     case Value::Kind::Undefined: return "";
@@ -548,6 +553,11 @@ static std::vector<RawTag> lex_template(std::string src, const std::string& wher
 // ---------------------------------------------------------------------------------------------
 // Syntax tree
 
+// Bounds that keep hostile templates from exhausting the stack, the CPU or memory.
+constexpr int kMaxNesting = 128;               // nested blocks / expression levels
+constexpr int64_t kMaxSteps = 20'000'000;      // evaluated nodes and expressions per render
+constexpr size_t kMaxOutputBytes = size_t(64) << 20;
+
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -718,6 +728,11 @@ class ExprParser {
     return left;
   }
   ExprPtr parse_unary(bool with_filter) {
+    if (++depth_ > kMaxNesting) error("expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = make(Expr::Unary);
@@ -912,6 +927,7 @@ class ExprParser {
   std::vector<ExprToken> t_;
   size_t i_ = 0;
   std::string where_;
+  int depth_ = 0;
 };
 
 // Statement parser over the raw tags.
@@ -978,6 +994,11 @@ class TemplateParser {
   }
 
   std::unique_ptr<Node> parse_statement(const RawTag& tag, const std::string& word) {
+    if (++depth_ > kMaxNesting) error_at(tag.line, "blocks nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     auto n = std::make_unique<Node>();
     n->line = tag.line;
     ++pos_;
@@ -1078,6 +1099,7 @@ class TemplateParser {
   std::vector<RawTag> tags_;
   size_t pos_ = 0;
   std::string where_;
+  int depth_ = 0;
 };
 
 }  // namespace text
@@ -1260,7 +1282,7 @@ std::string tojson(const Json& j, const Args& a, const Kwargs& kw) {
   DumpOptions o;
   if (const Value* indent = arg(a, kw, 0, "indent"); indent && !indent->undefined() && !indent->data.is_null()) {
     if (indent->is_string()) o.indent = indent->data.get<std::string>();
-    else o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, to_int(*indent, "tojson indent"))), ' ');
+    else o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(to_int(*indent, "tojson indent"), 0, 64)), ' ');
     o.item_sep = ",";
   }
   if (const Value* seps = find_kwarg(kw, "separators"); seps && seps->kind == Value::Kind::Data && seps->data.is_array() &&
@@ -1343,6 +1365,8 @@ class Renderer {
 
   void render_node(const Node& n, std::string& out) {
     line_ = n.line;
+    if (++steps_ > kMaxSteps) fail("rendering takes more than " + std::to_string(kMaxSteps) + " steps");
+    if (out.size() > kMaxOutputBytes) fail("output larger than " + std::to_string(kMaxOutputBytes >> 20) + " MiB");
     switch (n.kind) {
       case Node::Text: out += n.text; break;
       case Node::Output: out += output_string(eval(*n.expr)); break;
@@ -1460,6 +1484,7 @@ class Renderer {
 
   Value eval(const Expr& e) {
     line_ = e.line;
+    if (++steps_ > kMaxSteps) fail("rendering takes more than " + std::to_string(kMaxSteps) + " steps");
     switch (e.kind) {
       case Expr::Literal: return Value::of(e.literal);
       case Expr::Name: return lookup(e.name);
@@ -1688,7 +1713,7 @@ class Renderer {
     Value l = eval(*e.args[0]), r = eval(*e.args[1]);
     if (op == "==") return Value::of(values_equal(l, r));
     if (op == "!=") return Value::of(!values_equal(l, r));
-    if (op == "~") return Value::of(output_string(l) + output_string(r));
+    if (op == "~") return Value::of(bounded_concat(output_string(l), output_string(r)));
     if (op == "in" || op == "not in") {
       bool found = contains(r, l);
       return Value::of(op == "in" ? found : !found);
@@ -1709,8 +1734,9 @@ class Renderer {
       return Value::of(r2);
     }
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value::of(a.get<std::string>() + b.get<std::string>());
+      if (a.is_string() && b.is_string()) return Value::of(bounded_concat(a.get<std::string>(), b.get<std::string>()));
       if (a.is_array() && b.is_array()) {
+        if (a.size() + b.size() > (size_t(1) << 20)) fail("list longer than 1048576 items");
         Json out = a;
         for (auto& x : b) out.push_back(x);
         return Value::of(out);
@@ -2031,7 +2057,7 @@ class Renderer {
     if (f == "indent") {
       std::string s = output_string(v);
       const Value* w = arg(a, kw, 0, "width");
-      std::string pad = w ? (w->is_string() ? w->data.get<std::string>() : std::string(static_cast<size_t>(std::max<int64_t>(0, to_int(*w, "indent"))), ' ')) : "    ";
+      std::string pad = w ? (w->is_string() ? w->data.get<std::string>() : std::string(static_cast<size_t>(std::clamp<int64_t>(to_int(*w, "indent"), 0, 64)), ' ')) : "    ";
       bool first = arg(a, kw, 1, "first") && truthy(*arg(a, kw, 1, "first"));
       bool blank = arg(a, kw, 2, "blank") && truthy(*arg(a, kw, 2, "blank"));
       std::string out;
@@ -2081,6 +2107,7 @@ class Renderer {
   std::vector<std::map<std::string, Value>> frames_;
   int line_ = 0;
   int depth_ = 0;
+  int64_t steps_ = 0;
 
  public:
   int line() const { return line_; }

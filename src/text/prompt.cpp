@@ -1,6 +1,7 @@
 #include "text/prompt.h"
 
 #include "core/error.h"
+#include "io/config.h"
 #include "io/file.h"
 
 namespace smolvlm {
@@ -77,18 +78,8 @@ std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_
   if (template_source) a->chat_template_ = std::make_unique<ChatTemplate>(*template_source, template_name);
 
   auto processor_path = model_dir / "processor_config.json";
-  if (std::filesystem::exists(processor_path)) {
-    OJson proc = read_json_file(processor_path);
-    if (!proc.is_object()) throw bad_input(processor_path.string() + ": expected a JSON object");
-    auto it = proc.find("image_seq_len");
-    int64_t n = 169;  // Idefics3Processor's default
-    if (it != proc.end()) {
-      if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > 65536)
-        throw bad_input(processor_path.string() + ": image_seq_len: expected an integer in [1, 65536], got " + it->dump());
-      n = it->get<int64_t>();
-    }
-    a->image_seq_len_ = n;
-  }
+  if (std::filesystem::exists(processor_path))
+    a->image_seq_len_ = parse_processor_config(read_file(processor_path), processor_path.string()).image_seq_len;
   return a;
 }
 
