@@ -1,9 +1,11 @@
 // linear() on the models' shapes, ours (BF16 and F32 weights) against OpenBLAS cblas_sgemm (F32) in
 // the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second.
 // Threads: SMOLVLM_BENCH_THREADS (default 2), used by both libraries.
-//   ./gemm_bench --benchmark_filter=1024x768x768
+// On a busy machine use repetitions and read the `max` aggregate of GFLOP/s (the best repetition):
+//   ./gemm_bench --benchmark_repetitions=10 --benchmark_min_time=0.05 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -103,13 +105,20 @@ std::string shape_name(const Shape& s) {
   return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
 }
 
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+void configure(benchmark::internal::Benchmark* b) {
+  b->UseRealTime()->ComputeStatistics("max", max_of)->ComputeStatistics("min", min_of);
+}
+
 int register_all() {
   for (const Shape& s : kShapes) {
     const std::string n = shape_name(s);
-    benchmark::RegisterBenchmark(("ours_bf16/" + n).c_str(), bm_ours, s, DType::BF16)->UseRealTime();
-    benchmark::RegisterBenchmark(("ours_f32/" + n).c_str(), bm_ours, s, DType::F32)->UseRealTime();
+    configure(benchmark::RegisterBenchmark(("ours_bf16/" + n).c_str(), bm_ours, s, DType::BF16));
+    configure(benchmark::RegisterBenchmark(("ours_f32/" + n).c_str(), bm_ours, s, DType::F32));
 #ifdef SMOLVLM_HAVE_OPENBLAS
-    benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s)->UseRealTime();
+    configure(benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s));
 #endif
   }
   benchmark::AddCustomContext("threads", std::to_string(bench_threads()));

@@ -17,33 +17,40 @@ inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // 8 consecutive weight elements starting at element `idx` of the weight, as fp32.
 // bf16 -> f32 is exact (the bf16 bits are the high half of the f32); f16 -> f32 is exact (F16C).
-inline __m256 load8(const void* base, DType dt, int64_t idx) {
-  switch (dt) {
-    case DType::BF16: {
-      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
-      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
-    case DType::F16: {
-      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
-      return _mm256_cvtph_ps(h);
-    }
-    default:
-      return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
+template <DType DT>
+inline __m256 load8(const void* base, int64_t idx) {
+  if constexpr (DT == DType::BF16) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  } else if constexpr (DT == DType::F16) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
+    return _mm256_cvtph_ps(h);
+  } else {
+    return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
   }
 }
 
-inline float load1(const void* base, DType dt, int64_t idx) {
+template <DType DT>
+inline float load1(const void* base, int64_t idx) {
+  if constexpr (DT == DType::BF16) {
+    uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[idx]) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+  } else if constexpr (DT == DType::F16) {
+    return _cvtsh_ss(static_cast<const uint16_t*>(base)[idx]);
+  } else {
+    return static_cast<const float*>(base)[idx];
+  }
+}
+
+// Calls fn.template operator()<DT>() for the weight's dtype (F32, F16 or BF16; checked by linear()).
+template <typename Fn>
+inline void with_dtype(DType dt, Fn&& fn) {
   switch (dt) {
-    case DType::BF16: {
-      uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[idx]) << 16;
-      float f;
-      __builtin_memcpy(&f, &u, 4);
-      return f;
-    }
-    case DType::F16:
-      return _cvtsh_ss(static_cast<const uint16_t*>(base)[idx]);
-    default:
-      return static_cast<const float*>(base)[idx];
+    case DType::BF16: fn.template operator()<DType::BF16>(); break;
+    case DType::F16: fn.template operator()<DType::F16>(); break;
+    default: fn.template operator()<DType::F32>(); break;
   }
 }
 
@@ -69,6 +76,7 @@ inline void transpose8x8(__m256 r[8]) {
 
 // Packs 8 weight rows [row0, row0+8) x [k0, k0+kc) into dst[k*stride + i] (i = row - row0).
 // Rows at or past w.rows are written as zeros.
+template <DType DT>
 inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc, float* dst, int64_t stride) {
   const int64_t K = w.cols;
   const int64_t valid = w.rows - row0;
@@ -76,24 +84,27 @@ inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
       __m256 r[8];
-      for (int i = 0; i < 8; ++i) r[i] = load8(w.data, w.dtype, (row0 + i) * K + k0 + k);
+      for (int i = 0; i < 8; ++i) r[i] = load8<DT>(w.data, (row0 + i) * K + k0 + k);
       transpose8x8(r);
       for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (k + i) * stride, r[i]);
     }
     for (; k < kc; ++k)
-      for (int i = 0; i < 8; ++i) dst[k * stride + i] = load1(w.data, w.dtype, (row0 + i) * K + k0 + k);
+      for (int i = 0; i < 8; ++i) dst[k * stride + i] = load1<DT>(w.data, (row0 + i) * K + k0 + k);
     return;
   }
   for (int64_t k = 0; k < kc; ++k)
     for (int64_t i = 0; i < 8; ++i)
-      dst[k * stride + i] = i < valid ? load1(w.data, w.dtype, (row0 + i) * K + k0 + k) : 0.f;
+      dst[k * stride + i] = i < valid ? load1<DT>(w.data, (row0 + i) * K + k0 + k) : 0.f;
 }
 
 template <int NR>
 void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
   static_assert(NR % 8 == 0);
-  for (int64_t p = 0; p < panels; ++p)
-    for (int g = 0; g < NR / 8; ++g) pack_rows8(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
+  with_dtype(w.dtype, [&]<DType DT>() {
+    for (int64_t p = 0; p < panels; ++p)
+      for (int g = 0; g < NR / 8; ++g)
+        pack_rows8<DT>(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
+  });
 }
 
 // Sum of the 8 lanes in a fixed order.
@@ -106,7 +117,7 @@ inline float hsum8(__m256 v) {
 
 // y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
 // the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
-template <int MM, int R>
+template <DType DT, int MM, int R>
 inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0) {
   const int64_t K = w.cols, N = w.rows;
   const int64_t K8 = K & ~int64_t(7);
@@ -115,7 +126,7 @@ inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, flo
     for (int r = 0; r < R; ++r) acc[m][r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K8; k += 8) {
     __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = load8(w.data, w.dtype, (n0 + r) * K + k);
+    for (int r = 0; r < R; ++r) wv[r] = load8<DT>(w.data, (n0 + r) * K + k);
     for (int m = 0; m < MM; ++m) {
       __m256 xv = _mm256_loadu_ps(x + m * K + k);
       for (int r = 0; r < R; ++r) acc[m][r] = _mm256_fmadd_ps(xv, wv[r], acc[m][r]);
@@ -124,17 +135,17 @@ inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, flo
   for (int m = 0; m < MM; ++m)
     for (int r = 0; r < R; ++r) {
       float s = hsum8(acc[m][r]);
-      for (int64_t k = K8; k < K; ++k) s += x[m * K + k] * load1(w.data, w.dtype, (n0 + r) * K + k);
+      for (int64_t k = K8; k < K; ++k) s += x[m * K + k] * load1<DT>(w.data, (n0 + r) * K + k);
       y[m * N + n0 + r] = bias ? s + bias[n0 + r] : s;
     }
 }
 
-template <int MM>
+template <DType DT, int MM>
 void gemv_m(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   constexpr int R = MM <= 2 ? 4 : 2;
   int64_t n = n0;
-  for (; n + R <= n1; n += R) gemv_rows<MM, R>(x, w, bias, y, n);
-  for (; n < n1; ++n) gemv_rows<MM, 1>(x, w, bias, y, n);
+  for (; n + R <= n1; n += R) gemv_rows<DT, MM, R>(x, w, bias, y, n);
+  for (; n < n1; ++n) gemv_rows<DT, MM, 1>(x, w, bias, y, n);
 }
 
 constexpr int kGemvMaxM = 4;
@@ -142,12 +153,14 @@ constexpr int kGemvMaxM = 4;
 // The gemv entry point of both ISA kernel sets: M in [1, kGemvMaxM].
 inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
-  switch (M) {
-    case 1: gemv_m<1>(x, w, bias, y, n0, n1); break;
-    case 2: gemv_m<2>(x, w, bias, y, n0, n1); break;
-    case 3: gemv_m<3>(x, w, bias, y, n0, n1); break;
-    default: gemv_m<4>(x, w, bias, y, n0, n1); break;
-  }
+  with_dtype(w.dtype, [&]<DType DT>() {
+    switch (M) {
+      case 1: gemv_m<DT, 1>(x, w, bias, y, n0, n1); break;
+      case 2: gemv_m<DT, 2>(x, w, bias, y, n0, n1); break;
+      case 3: gemv_m<DT, 3>(x, w, bias, y, n0, n1); break;
+      default: gemv_m<DT, 4>(x, w, bias, y, n0, n1); break;
+    }
+  });
 }
 
 // Stores lanes [0, MR) of v at dst (MR = 6 or 8): never writes past the tile.

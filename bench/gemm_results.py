@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Turns gemm_bench / ceilings_bench JSON outputs into the markdown tables of bench/RESULTS.md.
+
+usage: gemm_results.py ceilings.json gemm_t2.json [gemm_t1.json ...] [--haswell t2=FILE t1=FILE]
+Each gemm JSON is a run with --benchmark_repetitions=N --benchmark_format=json; the table shows the
+best repetition (the `max` aggregate of GFLOP/s), which is what the machine can do when it is not
+shared; a busy machine lowers the mean, not the best.
+"""
+import json
+import sys
+
+
+def best(run_file):
+    """name -> (GFLOP/s, weight GB/s or None) from the `max` aggregates."""
+    out = {}
+    with open(run_file) as f:
+        data = json.load(f)
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name") != "max":
+            continue
+        name = b["run_name"].replace("/real_time", "")
+        out[name] = (b["GFLOP/s"] / 1e9 if b["GFLOP/s"] > 1e6 else b["GFLOP/s"],
+                     (b["weight_GB/s"] / 1e9 if b.get("weight_GB/s", 0) > 1e6 else b.get("weight_GB/s")))
+    return out, data["context"]
+
+
+def main(argv):
+    ceil_file, rest = argv[0], argv[1:]
+    haswell = {}
+    runs = []
+    for a in rest:
+        if "=" in a:
+            k, v = a.split("=", 1)
+            haswell[k] = v
+        else:
+            runs.append(a)
+    with open(ceil_file) as f:
+        ceil = json.load(f)
+    print("### Ceilings\n")
+    print("| measure | value |")
+    print("|---|---|")
+    for b in ceil["benchmarks"]:
+        name = b["run_name"].replace("/iterations:1/real_time", "")
+        if "GFLOP/s" in b:
+            print(f"| {name} | {b['GFLOP/s']:.1f} GFLOP/s |")
+        else:
+            print(f"| {name} | {b['GB/s']:.2f} GB/s |")
+    for run in runs:
+        res, ctx = best(run)
+        threads = ctx.get("threads", "?")
+        hs = {}
+        if f"t{threads}" in haswell:
+            hs, _ = best(haswell[f"t{threads}"])
+        print(f"\n### {threads} thread(s) — kernel path `{ctx.get('smolvlm_kernel_path')}`, "
+              f"OpenBLAS `{ctx.get('openblas_config')}`\n")
+        print("| M×N×K | ours BF16 GFLOP/s | ours F32 GFLOP/s | OpenBLAS (own kernel) | OpenBLAS CORETYPE=Haswell "
+              "| ours BF16 / OpenBLAS | ours BF16 weight GB/s |")
+        print("|---|---|---|---|---|---|---|")
+        shapes = []
+        for name in res:
+            shape = name.split("/", 1)[1]
+            if shape not in shapes:
+                shapes.append(shape)
+        for s in shapes:
+            ob = res.get(f"openblas_f32/{s}", (None, None))[0]
+            obh = hs.get(f"openblas_f32/{s}", (None, None))[0]
+            bf, bw = res.get(f"ours_bf16/{s}", (None, None))
+            f32 = res.get(f"ours_f32/{s}", (None, None))[0]
+            fmt = lambda v: f"{v:.1f}" if v is not None else "–"
+            ratio = f"{bf / ob:.2f}" if bf and ob else "–"
+            print(f"| {s} | {fmt(bf)} | {fmt(f32)} | {fmt(ob)} | {fmt(obh)} | {ratio} | {fmt(bw) if bw else '–'} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
