@@ -2,7 +2,7 @@
 // Python standard library sources, the mix the reference measured), against HF tokenizers (Rust) run
 // through node in the same process run (tests/tools/hf_reference.mjs; skipped when node or the npm
 // package is missing). Both encode the same ~1 KB line-aligned chunks, one call per chunk,
-// add_special_tokens=false.
+// add_special_tokens=false. All three report wall-clock throughput (node times itself).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -91,7 +91,7 @@ void BM_Encode_SmolVLM_1KBChunks(benchmark::State& state) {
   state.counters["tokens"] = static_cast<double>(tokens);
   state.counters["chunks"] = static_cast<double>(chunks().size());
 }
-BENCHMARK(BM_Encode_SmolVLM_1KBChunks)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Encode_SmolVLM_1KBChunks)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 void BM_Encode_SmolVLM_WholeText(benchmark::State& state) {
   auto tok = smolvlm::Tokenizer::from_file(smolvlm_tokenizer());
@@ -100,7 +100,7 @@ void BM_Encode_SmolVLM_WholeText(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * corpus().size()));
   state.counters["tokens"] = static_cast<double>(tokens);
 }
-BENCHMARK(BM_Encode_SmolVLM_WholeText)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_Encode_SmolVLM_WholeText)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 // HF tokenizers (Rust) through node, timed inside node (binding overhead per call included).
 void BM_Encode_HF_Rust_1KBChunks(benchmark::State& state) {
