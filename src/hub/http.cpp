@@ -117,7 +117,8 @@ struct HttpClient::Impl {
     t.max_body = max_body;
     char error_text[CURL_ERROR_SIZE] = {0};
 
-    curl_slist* headers = nullptr;
+    // Sizes must be the stored bytes (huggingface_hub asks for identity encoding too).
+    curl_slist* headers = curl_slist_append(nullptr, "Accept-Encoding: identity");
     if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
     std::string range = std::to_string(offset) + "-";  // libcurl sends "Range: bytes=<range>"
 
@@ -137,8 +138,6 @@ struct HttpClient::Impl {
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    // The hub compresses nothing that matters here, and sizes must be the stored bytes.
-    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);
     if (head) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     if (offset > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
 

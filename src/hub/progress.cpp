@@ -51,7 +51,8 @@ class Printer {
       case PullEvent::Kind::FileStart:
         file_start_ = now;
         file_start_bytes_ = e.file_done;
-        last_draw_ = Clock::time_point{};
+        // A bar is drawn at once; plain lines only for downloads that take a while.
+        last_draw_ = tty_ ? Clock::time_point{} : now;
         if (!tty_)
           std::fprintf(out_, "  %s: downloading %s%s\n", e.file.c_str(), human_bytes(static_cast<double>(e.file_total)).c_str(),
                        e.file_done ? (", resuming at " + human_bytes(static_cast<double>(e.file_done))).c_str() : "");

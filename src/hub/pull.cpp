@@ -143,28 +143,33 @@ class Puller {
       FileMetadata meta;
     };
     std::vector<Pending> pending;
+    std::vector<size_t> cached;
     uint64_t total = 0;
     for (const std::string& file : files) {
       PulledFile pf;
       pf.name = file;
       std::error_code ec;
-      if (fs::exists(repo_.snapshot_file(commit, file), ec)) {
-        pf.size = fs::file_size(repo_.snapshot_file(commit, file), ec);
+      fs::path link = repo_.snapshot_file(commit, file);
+      if (fs::exists(link, ec)) {
+        pf.size = fs::file_size(link, ec);
+        pf.etag = fs::read_symlink(link, ec).filename().string();
+        cached.push_back(result.files.size());
         result.files.push_back(pf);
         continue;
       }
       FileMetadata meta = head_file(commit, file);
       pf.etag = meta.etag;
       pf.size = meta.size;
+      pending.push_back({result.files.size(), meta});
       result.files.push_back(pf);
-      pending.push_back({result.files.size() - 1, meta});
       total += meta.size - std::min(meta.size, present_bytes(meta.etag));
     }
     total_bytes_ = total;
     emit(PullEvent::Kind::Resolved, commit, "", 0, 0, pending.size());
-    for (const PulledFile& pf : result.files)
-      if (std::none_of(pending.begin(), pending.end(), [&](const Pending& p) { return &result.files[p.index] == &pf; }))
-        emit(PullEvent::Kind::FileSkipped, commit, pf.name, pf.size, pf.size, pending.size());
+    for (size_t i : cached) {
+      const PulledFile& pf = result.files[i];
+      emit(PullEvent::Kind::FileSkipped, commit, pf.name, pf.size, pf.size, pending.size());
+    }
 
     for (const Pending& p : pending) {
       PulledFile& pf = result.files[p.index];
