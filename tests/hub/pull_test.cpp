@@ -484,6 +484,17 @@ TEST_F(PullCli, PulledModelWorksWithOtherCommands) {
   ASSERT_EQ(cli("pull " + kRepo + " --json", "", false).exit_code, 0);
   auto info = cli("info --model " + kRepo);
   EXPECT_EQ(info.exit_code, 0) << info.out;
+  // Captioning through the hub id gives the reference's greedy tokens for this case.
+  json golden = json::parse(slurp(test::data_dir() / "goldens" / "vlm_jpeg" / "case.json"));
+  ASSERT_EQ(golden["model"], "models/smolvlm-tiny");
+  ASSERT_EQ(golden["images"][0], "images/model/photo1.jpg");
+  auto caption = run_cli_env("HF_HUB_CACHE='" + cache_.path().string() + "' HF_HUB_OFFLINE=1 ",
+                             "caption '" + (test::data_dir() / "image" / "model_images" / "photo1.jpg").string() +
+                                 "' --model " + kRepo + " --prompt '" + golden["prompt"].get<std::string>() +
+                                 "' --max-new-tokens " + std::to_string(golden["max_new_tokens"].get<int>()) + " --json",
+                             false);
+  ASSERT_EQ(caption.exit_code, 0) << caption.out;
+  EXPECT_EQ(json::parse(caption.out)["token_ids"], golden["generated_ids"]) << caption.out;
   auto missing = run_cli_env("HF_HUB_CACHE='" + cache_.path().string() + "' HF_HUB_OFFLINE=1 ",
                                    "info --model test-org/other", true);
   EXPECT_NE(missing.exit_code, 0);
