@@ -71,8 +71,14 @@ Decoded decode_gif(const uint8_t* data, size_t size, const std::string& name, co
     }
   } while (type != IMAGE_DESC_RECORD_TYPE);
 
-  if (DGifGetImageDesc(gif.get()) == GIF_ERROR)
+  if (DGifGetImageDesc(gif.get()) == GIF_ERROR) {
+    // giflib fills the frame rectangle before reading further: apply the size guard first, as
+    // Pillow does while opening.
+    if (gif->Image.Width > 0 && gif->Image.Height > 0)
+      check_declared_size(std::max<int64_t>(screen_w, int64_t{gif->Image.Left} + gif->Image.Width),
+                          std::max<int64_t>(screen_h, int64_t{gif->Image.Top} + gif->Image.Height), limits, name);
     throw bad_input(name + ": corrupt GIF image descriptor: " + gif_error(gif->Error));
+  }
   const GifImageDesc& desc = gif->Image;
   const int64_t fx = desc.Left, fy = desc.Top, fw = desc.Width, fh = desc.Height;
   if (fw <= 0 || fh <= 0) throw bad_input(name + ": GIF frame has an empty size");

@@ -197,6 +197,7 @@ struct PngJob {
   std::string message;
   ReadState src{};
   std::vector<uint8_t> raw;  // undecoded samples: 1 byte per sample below 8 bits, 2 (big-endian) at 16
+  std::vector<png_bytep> rows;  // here, not in run_png: a longjmp out of libpng skips run_png's destructors
   ~PngJob() {
     if (png) png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
   }
@@ -216,9 +217,9 @@ bool run_png(PngJob* job, const PngScan& scan, size_t row_bytes) {
   if (png_get_rowbytes(job->png, job->info) != row_bytes) png_error(job->png, "unexpected row size");
   if (passes > 1) {
     job->raw.resize(row_bytes * scan.height);
-    std::vector<png_bytep> rows(scan.height);
-    for (uint32_t y = 0; y < scan.height; ++y) rows[y] = job->raw.data() + y * row_bytes;
-    png_read_image(job->png, rows.data());
+    job->rows.resize(scan.height);
+    for (uint32_t y = 0; y < scan.height; ++y) job->rows[y] = job->raw.data() + y * row_bytes;
+    png_read_image(job->png, job->rows.data());
   } else {
     for (uint32_t y = 0; y < scan.height; ++y) {
       job->raw.resize((y + 1) * row_bytes);  // grows with the data actually present

@@ -31,6 +31,9 @@ RgbImage load_image(const std::filesystem::path& path, const DecodeLimits& limit
 RgbImage load_image_from_memory(const uint8_t* data, size_t size, const std::string& name,
                                 const DecodeLimits& limits = {});
 
+// Writes an 8-bit RGB PNG (atomically: temporary file + rename). Throws Error(Io) on failure.
+void save_png(const std::filesystem::path& path, const RgbImage& image);
+
 // The container format recognised from the first bytes ("jpeg", "png", "webp", "gif", "bmp"), or an
 // empty string when the bytes are not one we decode.
 std::string sniff_image_format(const uint8_t* data, size_t size);

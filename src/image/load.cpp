@@ -12,11 +12,10 @@ namespace image_detail {
 void check_declared_size(int64_t width, int64_t height, const DecodeLimits& limits, const std::string& name) {
   if (width <= 0 || height <= 0)
     throw bad_input(name + ": image declares an empty size " + std::to_string(width) + "x" + std::to_string(height));
-  // Compare without overflowing: both sides are at most 2^32 here.
-  if (width > limits.max_pixels || height > limits.max_pixels || width * height > limits.max_pixels)
-    throw bad_input(name + ": image size " + std::to_string(width) + "x" + std::to_string(height) + " (" +
-                    std::to_string(width * height) + " pixels) exceeds the limit of " +
-                    std::to_string(limits.max_pixels) + " pixels (decompression bomb guard)");
+  if (width > limits.max_pixels || height > limits.max_pixels || width > limits.max_pixels / height)
+    throw bad_input(name + ": image size " + std::to_string(width) + "x" + std::to_string(height) +
+                    " exceeds the limit of " + std::to_string(limits.max_pixels) +
+                    " pixels (decompression bomb guard)");
 }
 
 namespace {

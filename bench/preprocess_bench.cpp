@@ -1,0 +1,58 @@
+// Image pipeline timings on the 12-megapixel JPEG of the test data (4000x3000, SmolVLM settings:
+// longest edge 2048, 512 tiles, LANCZOS, splitting on). Compare with Pillow doing the same steps:
+// bench/preprocess_pillow.py.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "image/idefics3.h"
+#include "image/image.h"
+#include "image/resample.h"
+
+namespace {
+
+std::filesystem::path bench_image() {
+  if (const char* p = std::getenv("SMOLVLM_BENCH_IMAGE")) return p;
+  return std::filesystem::path(__FILE__).parent_path().parent_path() / "tests/data/image/odd/gen_4000x3000_bench.jpg";
+}
+
+smolvlm::ImageProcessorConfig smolvlm_config() {
+  smolvlm::ImageProcessorConfig c;
+  c.longest_edge = 2048;
+  c.max_image_size = 512;
+  c.resample = 1;
+  return c;
+}
+
+void BM_Decode(benchmark::State& state) {
+  std::ifstream f(bench_image(), std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (auto _ : state) benchmark::DoNotOptimize(smolvlm::load_image_from_memory(bytes.data(), bytes.size(), "bench"));
+}
+
+void BM_ResizeLanczos4000To2048(benchmark::State& state) {
+  const smolvlm::RgbImage img = smolvlm::load_image(bench_image());
+  const smolvlm::U8Image u8{img.width, img.height, 3, img.pixels};
+  for (auto _ : state) benchmark::DoNotOptimize(smolvlm::resize_u8(u8, 2048, 1536, smolvlm::ResampleFilter::Lanczos));
+}
+
+void BM_PreprocessSplit(benchmark::State& state) {
+  const smolvlm::RgbImage img = smolvlm::load_image(bench_image());
+  for (auto _ : state) benchmark::DoNotOptimize(smolvlm::preprocess_idefics3(img, smolvlm_config(), true));
+}
+
+void BM_DecodeAndPreprocessSplit(benchmark::State& state) {
+  for (auto _ : state)
+    benchmark::DoNotOptimize(smolvlm::preprocess_idefics3(smolvlm::load_image(bench_image()), smolvlm_config(), true));
+}
+
+BENCHMARK(BM_Decode)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResizeLanczos4000To2048)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PreprocessSplit)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeAndPreprocessSplit)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
