@@ -1,7 +1,7 @@
 // Scaled dot-product attention as HF's eager path computes it (scores = q·kᵀ·scale, causal mask,
 // fp32 softmax, weighted sum of values), with grouped-query heads. One (head, query) row is computed
-// at a time by one thread, so only a row of Lk scores per thread is ever held (never an [L, L]
-// matrix) and the result does not depend on the thread count.
+// at a time by one thread, so only a row of Lk scores (and one head's packed K/V) per thread is ever
+// held (never an [L, L] matrix) and the result does not depend on the thread count.
 #pragma once
 
 #include <cstdint>

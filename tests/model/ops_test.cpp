@@ -31,18 +31,18 @@ class OpsOnPath : public ::testing::TestWithParam<KernelPath> {
   KernelPath saved_ = KernelPath::Scalar;
 };
 
-TEST_P(OpsOnPath, CausalGroupedAttentionMatchesTheFormula) {
-  const int64_t qh = 4, kvh = 2, D = 12, kv_rows = 9, q_rows = 3, q_pos0 = 6;
+void check_attention(int64_t q_rows, int64_t q_pos0, bool causal) {
+  const int64_t qh = 4, kvh = 2, D = 12, kv_rows = q_rows + q_pos0;
   const auto q = random_vector(q_rows * qh * D, 1), k = random_vector(kv_rows * kvh * D, 2),
              v = random_vector(kv_rows * kvh * D, 3);
   std::vector<float> out(q_rows * qh * D);
-  AttentionArgs a{q.data(), q_rows, qh * D, k.data(), v.data(), kv_rows, kvh * D, 0.3f, true, q_pos0, out.data(), qh * D};
+  AttentionArgs a{q.data(), q_rows, qh * D, k.data(), v.data(), kv_rows, kvh * D, 0.3f, causal, q_pos0, out.data(), qh * D};
   ThreadPool pool(2);
   attention(a, AttentionShape{qh, kvh, D}, pool);
   double max_err = 0;
   for (int64_t i = 0; i < q_rows; ++i)
     for (int64_t h = 0; h < qh; ++h) {
-      const int64_t g = h / (qh / kvh), n = q_pos0 + i + 1;
+      const int64_t g = h / (qh / kvh), n = causal ? q_pos0 + i + 1 : kv_rows;
       std::vector<double> p(n);
       double mx = -1e300, sum = 0;
       for (int64_t j = 0; j < n; ++j) {
@@ -58,7 +58,14 @@ TEST_P(OpsOnPath, CausalGroupedAttentionMatchesTheFormula) {
         max_err = std::max(max_err, std::fabs(o - out[(i * qh + h) * D + d]));
       }
     }
-  EXPECT_LT(max_err, 1e-5);
+  EXPECT_LT(max_err, 1e-5) << q_rows << " query rows at " << q_pos0 << (causal ? ", causal" : "");
+}
+
+TEST_P(OpsOnPath, AttentionMatchesTheFormula) {
+  check_attention(3, 6, true);    // row by row (decode, short prompts)
+  check_attention(1, 0, true);
+  check_attention(45, 7, true);   // packed blocks of rows
+  check_attention(40, 0, false);  // vision: every query sees every key
 }
 
 TEST_P(OpsOnPath, NormsMatchTheFormulas) {

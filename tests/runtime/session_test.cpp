@@ -77,10 +77,13 @@ TEST(Session, TruncateRejectsNegativeAndFuturePositions) {
   s.prefill(kPrompt);
   EXPECT_EQ(error_kind_of([&] { s.truncate(-1); }), ErrorKind::State);
   EXPECT_EQ(error_kind_of([&] { s.truncate(s.position() + 1); }), ErrorKind::State);
-  // Truncating to the prompt minus its last token and re-feeding it gives the same logits.
+  // Truncating to the prompt minus its last token and re-feeding it gives the same logits (up to
+  // summation order: one row instead of a batch of rows).
   const std::vector<float> full = copy(s.logits());
   s.truncate(static_cast<int64_t>(kPrompt.size()) - 1);
-  EXPECT_EQ(copy(s.prefill(std::vector<int64_t>{kPrompt.back()})), full);
+  const std::vector<float> again = copy(s.prefill(std::vector<int64_t>{kPrompt.back()}));
+  ASSERT_EQ(again.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) ASSERT_NEAR(again[i], full[i], 1e-5) << i;
 }
 
 TEST(Session, BadTokenIdIsBadInputAndLeavesTheSessionUnchanged) {
