@@ -62,7 +62,8 @@ const char* library_of(const std::string& format) {
 
 void check_decoding(const CheckAssets& assets, CheckReport& report) {
   CheckRow row = make_row("decode", true);
-  for (const auto& c : assets.json("images/expected.json").at("decode")) {
+  const nlohmann::json expected = assets.json("images/expected.json");
+  for (const auto& c : expected.at("decode")) {
     std::string file = c.at("file");
     ++row.cases;
     try {
@@ -82,7 +83,8 @@ void check_decoding(const CheckAssets& assets, CheckReport& report) {
 
 void check_resampling(const CheckAssets& assets, CheckReport& report) {
   CheckRow row = make_row("resample", true);
-  for (const auto& c : assets.json("resample/vectors.json")) {
+  const nlohmann::json vectors = assets.json("resample/vectors.json");
+  for (const auto& c : vectors) {
     std::string label = std::string(c.at("filter")) + " " + std::string(c.at("mode")) + " " +
                         c.at("src_wh").dump() + "->" + c.at("dst_wh").dump();
     ++row.cases;
@@ -114,7 +116,8 @@ void check_tiling(const CheckAssets& assets, CheckReport& report) {
   CheckRow row = make_row("tiling", true);
   ImageProcessorConfig cfg =
       parse_image_processor_config(assets.bytes("real_preprocessor_config.json"), "real_preprocessor_config.json");
-  for (const auto& c : assets.json("images/expected.json").at("tiling")) {
+  const nlohmann::json expected = assets.json("images/expected.json");
+  for (const auto& c : expected.at("tiling")) {
     std::string label = std::string(c.at("file")) + (c.at("split").get<bool>() ? " split" : " no-split");
     ++row.cases;
     try {

@@ -37,7 +37,31 @@ std::string header_value(const std::string& h, const std::string& key, const std
     end = h.find_first_of(",}", start);
     if (end == std::string::npos) throw bad_input(name + ": malformed npy header");
   }
-  return h.substr(start, end - start);
+  std::string value = h.substr(start, end - start);
+  while (!value.empty() && value.back() == ' ') value.pop_back();
+  return value;
+}
+
+// Reorders column-major (Fortran) data into row-major order.
+std::vector<uint8_t> fortran_to_c_order(const std::vector<uint8_t>& in, const std::vector<int64_t>& shape,
+                                        size_t esize) {
+  std::vector<uint8_t> out(in.size());
+  size_t dims = shape.size();
+  std::vector<int64_t> idx(dims, 0);
+  size_t count = in.size() / esize;
+  for (size_t c = 0; c < count; ++c) {  // c walks the C-order positions
+    size_t f = 0, stride = 1;
+    for (size_t d = 0; d < dims; ++d) {
+      f += static_cast<size_t>(idx[d]) * stride;
+      stride *= static_cast<size_t>(shape[d]);
+    }
+    std::memcpy(out.data() + c * esize, in.data() + f * esize, esize);
+    for (size_t d = dims; d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -89,7 +113,8 @@ NpyArray parse_npy(const std::string& f, const std::string& name) {
   a.dtype = descr.substr(2, descr.size() - 3);
   size_t esize = dtype_bytes(a.dtype, name);
   if (order == '>' && esize > 1) throw unsupported(name + ": big-endian npy data");
-  if (header_value(h, "fortran_order", name) != "False") throw unsupported(name + ": Fortran-order npy data");
+  std::string fortran = header_value(h, "fortran_order", name);
+  if (fortran != "False" && fortran != "True") throw bad_input(name + ": bad npy fortran_order " + fortran);
   std::string shape = header_value(h, "shape", name);
   size_t i = 1;
   int64_t count = 1;
@@ -109,6 +134,7 @@ NpyArray parse_npy(const std::string& f, const std::string& name) {
     throw bad_input(name + ": npy data is " + std::to_string(f.size() - data_start) + " bytes, expected " +
                     std::to_string(nbytes));
   a.bytes.assign(f.begin() + static_cast<std::ptrdiff_t>(data_start), f.end());
+  if (fortran == "True" && a.shape.size() > 1) a.bytes = fortran_to_c_order(a.bytes, a.shape, esize);
   return a;
 }
 

@@ -42,4 +42,14 @@ TEST(Npy, RoundTripAndRejectsGarbage) {
   EXPECT_THROW(parse_npy(bytes.substr(0, bytes.size() - 1), "mem"), Error);
 }
 
+TEST(Npy, FortranOrderIsReorderedToCOrder) {
+  float col_major[6] = {1, 4, 2, 5, 3, 6};  // [[1,2,3],[4,5,6]] stored column by column
+  std::string bytes = serialize_npy("f4", {2, 3}, col_major, sizeof col_major);
+  size_t at = bytes.find("'fortran_order': False");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 22, "'fortran_order': True ");  // same length keeps the header aligned
+  NpyArray a = parse_npy(bytes, "mem");
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
 }  // namespace smolvlm
