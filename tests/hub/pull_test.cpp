@@ -224,6 +224,7 @@ TEST_F(Pull, FreshPullWritesTheHuggingfaceHubLayout) {
   json l = log();
   EXPECT_EQ(count(l, "HEAD", "/resolve/"), n);
   EXPECT_EQ(count(l, "GET", "/cdn/"), 1u);
+  EXPECT_EQ(count(l, "HEAD", "/cdn/"), 0u);  // HEAD does not follow the redirect to the CDN
   EXPECT_EQ(count(l, "GET", "/resolve/"), n - 1);
   // The pulled model resolves by hub id, with and without the revision.
   ScopedEnv c("HF_HUB_CACHE", cache_.path().string());
