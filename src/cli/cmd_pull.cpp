@@ -32,7 +32,8 @@ nlohmann::json result_json(const hub::PullResult& r) {
 }
 
 int run_pull(PullArgs& args) {
-  if (!args.json) args.options.on_event = hub::progress_printer(stderr, ::isatty(STDERR_FILENO) == 1);
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (!args.json) args.options.on_event = hub::progress_printer(stderr, tty);
   try {
     hub::PullResult r = hub::pull(args.model, args.options);
     if (args.json) {
@@ -44,6 +45,7 @@ int run_pull(PullArgs& args) {
     return 0;
   } catch (const hub::PullError& e) {
     std::fflush(stdout);
+    if (tty && !args.json) std::cerr << "\r\033[K";  // clear a half-drawn progress bar
     std::cerr << "smolvlm pull: " << hub::pull_failure_name(e.failure()) << " error: " << e.what() << "\n";
     int code = hub::pull_exit_code(e.failure());
     if (args.json)
@@ -61,7 +63,7 @@ const Command kPull(
                      std::string("hub id org/name[@revision] (default: ") + kDefaultModelId + ")");
       sub.add_option("--revision", args->options.revision, "branch, tag or commit hash (default: main)");
       sub.add_option("--include", args->options.include,
-                     "only the repository files matching these globs (default: the files the engine needs)")
+                     "only the repository files matching these globs (default: the files the engine needs; give MODEL before)")
           ->expected(1, -1);
       sub.add_option("--endpoint", args->options.endpoint, "hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
       sub.add_option("--token", args->options.token,
