@@ -6,11 +6,13 @@
 #include <string>
 
 #include "core/error.h"
+#include "image/resample_rows.h"
 
 namespace smolvlm {
 namespace {
 
-constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
+using resample_detail::clip8;
+using resample_detail::kPrecisionBits;
 
 double box_filter(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
 
@@ -103,12 +105,6 @@ AxisCoeffs axis_coeffs(int64_t in_size, int64_t out_size, const FilterDef& filte
   return ax;
 }
 
-inline uint8_t clip8(int32_t v) {
-  if (v >= (1 << kPrecisionBits << 8)) return 255;
-  if (v <= 0) return 0;
-  return static_cast<uint8_t>(v >> kPrecisionBits);
-}
-
 // Rows [row0, row0 + rows) of `in`, resampled along x into `out` (rows x out_w x C).
 template <int C>
 void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows, const AxisCoeffs& ax,
@@ -146,27 +142,16 @@ void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows
   }
 }
 
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
 // Resamples along y: output row y mixes input rows first[y] - row_offset ... of `in`.
 void vertical_pass(const uint8_t* in, int64_t row_bytes, const AxisCoeffs& ax, int64_t row_offset, int64_t out_h,
                    uint8_t* out) {
-  constexpr int64_t kChunk = 2048;  // accumulators stay in L1
-  int32_t acc[kChunk];
-  for (int64_t y = 0; y < out_h; ++y) {
-    const int32_t* k = &ax.coeffs[static_cast<size_t>(y) * ax.taps];
-    const int n = ax.count[y];
-    const uint8_t* rows = in + (ax.first[y] - row_offset) * row_bytes;
-    uint8_t* dst = out + y * row_bytes;
-    for (int64_t x0 = 0; x0 < row_bytes; x0 += kChunk) {
-      const int64_t len = std::min(kChunk, row_bytes - x0);
-      for (int64_t i = 0; i < len; ++i) acc[i] = 1 << (kPrecisionBits - 1);
-      for (int j = 0; j < n; ++j) {
-        const uint8_t* s = rows + j * row_bytes + x0;
-        const int32_t kj = k[j];
-        for (int64_t i = 0; i < len; ++i) acc[i] += s[i] * kj;
-      }
-      for (int64_t i = 0; i < len; ++i) dst[x0 + i] = clip8(acc[i]);
-    }
-  }
+  auto* fn = cpu_has_avx2() ? resample_detail::convolve_rows_avx2 : resample_detail::convolve_rows;
+  fn(in, row_bytes, ax.first.data(), ax.count.data(), ax.coeffs.data(), ax.taps, row_offset, out_h, out);
 }
 
 // Pillow's NEAREST: an affine map sampled at pixel centres, positions accumulated in double.

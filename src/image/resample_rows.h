@@ -1,0 +1,48 @@
+// The inner loop of Pillow-exact resampling, shared by the portable and the AVX2 build of it
+// (internal to the image module). Integer arithmetic: the result does not depend on the ISA.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace smolvlm::resample_detail {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
+
+inline uint8_t clip8(int32_t v) {
+  if (v >= (1 << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> kPrecisionBits);
+}
+
+// Output row y (row_bytes bytes) = clip8(2^21 + sum_j coeffs[y * taps + j] * in row (first[y] - row_offset + j)).
+inline void convolve_rows(const uint8_t* in, int64_t row_bytes, const int32_t* first, const int32_t* count,
+                          const int32_t* coeffs, int taps, int64_t row_offset, int64_t out_rows, uint8_t* out) {
+  constexpr int64_t kChunk = 2048;  // accumulators stay in L1
+  alignas(64) int32_t acc[kChunk];
+  for (int64_t y = 0; y < out_rows; ++y) {
+    const int32_t* k = coeffs + y * taps;
+    const int n = count[y];
+    const uint8_t* rows = in + (first[y] - row_offset) * row_bytes;
+    uint8_t* dst = out + y * row_bytes;
+    for (int64_t x0 = 0; x0 < row_bytes; x0 += kChunk) {
+      const int64_t len = std::min(kChunk, row_bytes - x0);
+      for (int64_t i = 0; i < len; ++i) acc[i] = 1 << (kPrecisionBits - 1);
+      for (int j = 0; j < n; ++j) {
+        const uint8_t* s = rows + j * row_bytes + x0;
+        const int32_t kj = k[j];
+        for (int64_t i = 0; i < len; ++i) acc[i] += s[i] * kj;
+      }
+      for (int64_t i = 0; i < len; ++i) dst[x0 + i] = clip8(acc[i]);
+    }
+  }
+}
+
+}  // namespace
+
+// The AVX2 build of convolve_rows (resample_avx2.cpp); call only when the CPU has AVX2.
+void convolve_rows_avx2(const uint8_t* in, int64_t row_bytes, const int32_t* first, const int32_t* count,
+                        const int32_t* coeffs, int taps, int64_t row_offset, int64_t out_rows, uint8_t* out);
+
+}  // namespace smolvlm::resample_detail
