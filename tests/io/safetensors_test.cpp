@@ -417,7 +417,7 @@ TEST(CheckpointCorrupt, NoWeights) {
                "no weights: neither model.safetensors nor model.safetensors.index.json");
 }
 
-TEST(CheckpointCorrupt, IgnoresLegacyRotaryBuffers) {
+TEST(Checkpoint, IgnoresLegacyRotaryBuffers) {
   test::ScratchDir dir("invfreq");
   test::copy_model("llama-tiny", dir.path());
   float inv_freq[4] = {1, 0.1f, 0.01f, 0.001f};
