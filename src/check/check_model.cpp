@@ -111,7 +111,6 @@ void check_model(const CheckAssets& assets, int threads, CheckReport& report) {
   std::vector<CheckRow> rows;
   std::map<std::string, CaseOutputs> first_path;  // outputs of the first path, per case
   CheckRow agree = make_row("paths agree", false, "", kCheckBound);
-  KernelPath caption_path = active_kernel_path();
   try {
     TempDir dir;
     assets.extract_model(dir.path());
@@ -164,7 +163,7 @@ void check_model(const CheckAssets& assets, int threads, CheckReport& report) {
     record_failure(fail, e.what());
     rows.push_back(fail);
   }
-  set_kernel_path(caption_path);
+  reset_kernel_path();
   report.rows.push_back(pixels_row);
   report.rows.insert(report.rows.end(), rows.begin(), rows.end());
   if (report.paths_run.size() > 1) report.rows.push_back(agree);

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help / --version exit 0; every command-line mistake exits 2 (CLI11's own codes vary).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   for (auto& [sub, run] : runs) {
     if (!sub->parsed()) continue;

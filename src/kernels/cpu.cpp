@@ -82,6 +82,13 @@ void set_kernel_path(KernelPath p) {
 
 void reset_kernel_path() { g_forced.store(-1); }
 
+namespace {
+std::atomic<bool> g_fault{false};
+}  // namespace
+
+void set_kernel_fault_injection(bool on) { g_fault.store(on); }
+bool kernel_fault_injection() { return g_fault.load(std::memory_order_relaxed); }
+
 KernelPath active_kernel_path() {
   int forced = g_forced.load();
   if (forced >= 0) return static_cast<KernelPath>(forced);

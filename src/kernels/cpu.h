@@ -24,4 +24,9 @@ KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
 void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
+// Test hook: while on, linear() returns a slightly wrong result (as a miscompiled or broken kernel
+// would), so tests can see `smolvlm check` catch a bad kernel path. Off unless a test turns it on.
+void set_kernel_fault_injection(bool on);
+bool kernel_fault_injection();
+
 }  // namespace smolvlm

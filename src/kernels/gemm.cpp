@@ -184,15 +184,16 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
   switch (active_kernel_path()) {
     case KernelPath::Avx512:
       linear_blocked(gemm::gemm_kernels_avx512(), x, M, w, bias, y, pool);
-      return;
+      break;
     case KernelPath::Avx2:
       linear_blocked(gemm::gemm_kernels_avx2(), x, M, w, bias, y, pool);
-      return;
+      break;
     case KernelPath::Scalar:
       // Each y element is one thread's K-order sum, whatever the partition.
       pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
-      return;
+      break;
   }
+  if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
 }
 
 }  // namespace smolvlm

@@ -78,6 +78,19 @@ TEST(Check, AlteredGoldenFailsItsStage) {
   EXPECT_NE(find_row(rep, "vision")->detail.find("tied_two_images"), std::string::npos);
 }
 
+TEST(Check, BrokenKernelFailsTheModelStages) {
+  set_kernel_fault_injection(true);
+  CheckReport rep = run_check({});
+  set_kernel_fault_injection(false);
+  EXPECT_FALSE(rep.passed());
+  for (const char* stage : {"decode", "resample", "tiling", "tokenizer", "pixel values"})
+    EXPECT_TRUE(find_row(rep, stage)->pass()) << stage;
+  const CheckRow* v = find_row(rep, "vision");
+  ASSERT_NE(v, nullptr);
+  EXPECT_FALSE(v->pass());
+  EXPECT_GT(v->max_error, kCheckBound);
+}
+
 TEST(Check, AlteredDecodeHashNamesTheLibrary) {
   AssetCopy a;
   auto path = a.path() / "images" / "expected.json";
