@@ -26,7 +26,8 @@ double hamming_filter(double x) {
   if (x == 0.0) return 1.0;
   if (x >= 1.0) return 0.0;
   x = x * M_PI;
-  return std::sin(x) / x * (0.54 + 0.46 * std::cos(x));
+  // Pillow writes the window constants as float literals (0.54f, 0.46f); their float values matter.
+  return std::sin(x) / x * (static_cast<double>(0.54f) + static_cast<double>(0.46f) * std::cos(x));
 }
 
 double bicubic_filter(double x) {
