@@ -57,7 +57,7 @@ TEST(TextCli, PromptFromImagesMatchesGoldens) {
     if (!c.contains("images")) continue;
     bool pre = c.contains("text_sha256");
     std::string src = c["src"];
-    if (pre && (k % 8 != 0 || src.find("_bench") != std::string::npos)) continue;  // a spread of the odd images
+    if (pre && (k % 16 != 0 || src.find("_bench") != std::string::npos)) continue;  // a spread of the odd images
     std::string args = "prompt " + model(c["model"]) + " --json --prompt '" + c["prompt"].get<std::string>() + "'";
     for (auto& img : c["images"]) {
       std::string file = std::filesystem::path(img.get<std::string>()).filename();
@@ -78,7 +78,7 @@ TEST(TextCli, PromptFromImagesMatchesGoldens) {
     ++checked;
   }
   EXPECT_EQ(checked - hashed, 13u);
-  EXPECT_GE(hashed, 20u);
+  EXPECT_GE(hashed, 10u);
 }
 
 TEST(TextCli, TextOnlyModelUsesItsChatTemplate) {
