@@ -1,14 +1,20 @@
 // `smolvlm caption`: describe (or answer a question about) one or more images with a SmolVLM model.
 // The text streams to stdout as it is generated; --json prints one object at the end instead.
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "check/check.h"
 #include "cli/command.h"
+#include "hub/hub_error.h"
 #include "hub/model_ref.h"
+#include "hub/pull.h"
 #include "runtime/pipeline.h"
 
 namespace smolvlm::cli {
@@ -19,7 +25,7 @@ struct CaptionFlags {
   std::string model, prompt = "Describe this image.", dump;
   int64_t max_new_tokens = 256, ctx = 0, top_k = 0;
   int threads = 0;
-  bool no_split = false, json = false, verbose = false;
+  bool no_split = false, json = false, verbose = false, check = false, pull = false;
   float temperature = 0.f, top_p = 1.f, min_p = 0.f, repetition_penalty = 1.f;
   uint64_t seed = 0;
 };
@@ -43,7 +49,33 @@ const Command kCaption{"caption", "Describe images (or answer --prompt about the
   sub.add_flag("--json", f->json, "print {\"text\",\"token_ids\",\"prompt_tokens\",\"timings\"} instead of streaming");
   sub.add_option("--dump", f->dump, "write every stage (pixel_values, vision_last_hidden, ...) as .npy into this folder");
   sub.add_flag("--verbose", f->verbose, "print stage timings, tokens/s and the kernel path to stderr");
+  sub.add_flag("--check", f->check, "run `smolvlm check` first and refuse to caption if it fails");
+  sub.add_flag("--pull", f->pull, "download the model into the HuggingFace cache first when it is not there");
   return [f]() {
+    if (f->check) {
+      CheckOptions opt;
+      // Tests point this at an altered copy of assets/check to see the refusal.
+      if (const char* assets = std::getenv("SMOLVLM_CHECK_ASSETS"); assets && *assets) opt.assets_dir = assets;
+      CheckReport rep = run_check(opt);
+      if (!rep.passed()) {
+        std::cerr << "smolvlm caption: the exactness check failed on this machine; not captioning:\n";
+        for (const CheckRow& r : rep.rows)
+          if (!r.pass()) std::cerr << "  " << r.stage << (r.path.empty() ? "" : " [" + r.path + "]") << ": " << r.detail << "\n";
+        std::cerr << "Run `smolvlm check` for the full report.\n";
+        return 1;
+      }
+      if (f->verbose) std::cerr << "check passed in " << rep.seconds << " s\n";
+    }
+    if (f->pull) {  // a local folder or a cached model is used as is; nothing is downloaded then
+      hub::PullOptions po;
+      po.on_event = hub::progress_printer(stderr, isatty(fileno(stderr)) != 0);
+      try {
+        hub::ensure_model(f->model.empty() ? std::string(kDefaultModelId) : f->model, po);
+      } catch (const hub::PullError& e) {
+        std::cerr << "smolvlm caption: " << e.what() << "\n";
+        return hub::pull_exit_code(e.failure());
+      }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const auto dir = resolve_model_dir(f->model);
     auto model = Model::load(dir);

@@ -157,5 +157,27 @@ TEST(Check, CliReportsPassAndFailWithExitCodes) {
   EXPECT_NE(bad.out.find("FAIL"), std::string::npos) << bad.out;
 }
 
+TEST(Check, CaptionWithCheckRefusesOnFailure) {
+  std::string image = (test::data_dir() / ".." / ".." / "examples" / "flower.jpg").string();
+  std::string model = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  auto ok = test::run_cli("caption --check --json --max-new-tokens 3 --model '" + model + "' '" + image + "'", false);
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("\"token_ids\""), std::string::npos) << ok.out;
+
+  AssetCopy a;
+  auto path = a.path() / "goldens" / "tied_two_images" / "case.json";
+  nlohmann::json c = nlohmann::json::parse(read_file(path));
+  c["generated_ids"][3] = 7;
+  write_file_atomic(path, c.dump());
+  setenv("SMOLVLM_CHECK_ASSETS", a.path().c_str(), 1);
+  auto bad_out = test::run_cli("caption --check --max-new-tokens 3 --model '" + model + "' '" + image + "'", false);
+  auto bad_all = test::run_cli("caption --check --max-new-tokens 3 --model '" + model + "' '" + image + "'");
+  unsetenv("SMOLVLM_CHECK_ASSETS");
+  EXPECT_EQ(bad_out.exit_code, 1);
+  EXPECT_EQ(bad_out.out, "");  // nothing was captioned
+  EXPECT_NE(bad_all.out.find("greedy ids"), std::string::npos) << bad_all.out;
+  EXPECT_NE(bad_all.out.find("not captioning"), std::string::npos) << bad_all.out;
+}
+
 }  // namespace
 }  // namespace smolvlm
