@@ -53,7 +53,7 @@ std::string sentencepiece_tokenizer() {
   static const char* hex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) vocab[std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">"] = id++;
   for (const char* t : {"▁", "a", "b", "▁a", "▁b", "ab", "▁ab"}) vocab[t] = id++;
-  json merges = {{"▁", "a"}, {"▁", "b"}, {"a", "b"}, {"▁a", "b"}};
+  json merges = json::array({json::array({"▁", "a"}), json::array({"▁", "b"}), json::array({"a", "b"}), json::array({"▁a", "b"})});
   json root = {
       {"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}}, {{"id", 1}, {"content", "<s>"}, {"special", true}}}},
       {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", "▁"}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}}}}}},
