@@ -146,7 +146,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     int32_t idx = static_cast<int32_t>(symbols.size());
     symbols.push_back({id, idx - 1, idx + 1, true});
   };
-  std::optional<int32_t> pending_unk;
+  int32_t pending_unk = -1;  // an unknown-token id not yet emitted (kept back to fuse a run of them)
   std::string piece;
   for (size_t i = 0; i < word.size();) {
     size_t n = utf8_sequence_length(word, i);
@@ -158,7 +158,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     if (last) piece += end_of_word_suffix_;
     i += n;
     if (auto it = vocab_.find(piece); it != vocab_.end()) {
-      if (pending_unk) add(*pending_unk), pending_unk.reset();
+      if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
       add(it->second);
       continue;
     }
@@ -171,11 +171,11 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
       }
     }
     if (unk_id_) {
-      if (pending_unk && !fuse_unk_) add(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
       pending_unk = *unk_id_;
     }
   }
-  if (pending_unk) add(*pending_unk);
+  if (pending_unk >= 0) add(pending_unk);
   if (symbols.empty()) return;
   symbols.back().next = -1;
 

@@ -275,9 +275,11 @@ TEST_F(Pull, ResumesThePartialBlobOfAnEarlierRun) {
   EXPECT_EQ(it->resumed_from, kept);
   EXPECT_EQ(it->bytes_downloaded, content.size() - kept);
   json l = log();
-  for (const json& e : l)
-    if (e["path"].get<std::string>().find("/cdn/") != std::string::npos)
+  for (const json& e : l) {
+    if (e["path"].get<std::string>().find("/cdn/") != std::string::npos) {
       EXPECT_EQ(e["range"], "bytes=" + std::to_string(kept) + "-");
+    }
+  }
   EXPECT_EQ(slurp(r.snapshot_dir / "model.safetensors"), content);
   EXPECT_FALSE(fs::exists(repo().incomplete_blob(sha)));
 }
