@@ -144,7 +144,8 @@ TEST(Check, CliReportsPassAndFailWithExitCodes) {
   ASSERT_EQ(ok.exit_code, 0) << ok.out;
   nlohmann::json j = nlohmann::json::parse(ok.out);
   EXPECT_TRUE(j["pass"].get<bool>());
-  EXPECT_LT(j["seconds"].get<double>(), 10.0);
+  EXPECT_GT(j["seconds"].get<double>(), 0.0);  // timed (the speed itself is benchmarked, not tested)
+  EXPECT_FALSE(j["caption_path"].get<std::string>().empty());
 
   AssetCopy a;
   auto path = a.path() / "goldens" / "tied_nosplit_square" / "case.json";
