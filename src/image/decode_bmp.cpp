@@ -1,5 +1,7 @@
 // BMP: our own parser for the layouts Pillow 9.4 reads (OS/2 v1 and Windows v3/v4/v5 headers;
-// 1/4/8-bit palette, 16/24/32-bit, bit fields only in the layouts Pillow accepts). RLE is refused.
+// 1/4/8-bit palette, 16/24/32-bit, bit fields only in the layouts Pillow accepts; RLE8 and RLE4 as
+// Pillow's BmpRleDecoder reads them, quirks included).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -52,6 +54,71 @@ bool bitfield_format(int bits, uint32_t r, uint32_t g, uint32_t b, uint32_t a, P
   return false;
 }
 
+// Pillow 9.4's BmpRleDecoder, step for step: palette indices are appended to one flat buffer in file
+// row order (bottom-up unless the height is negative) until it holds width x height of them. Its quirks
+// are kept because they decide the pixels: a run never crosses the row end (it is cut short), but an
+// absolute run does (and shifts what follows); RLE4 absolute runs of odd length keep count/2 bytes,
+// i.e. lose their last pixel; the word alignment after an absolute run is of the file offset; a delta
+// escape skips two bytes and then reads (right, up) from the next two. Running out of data, or an
+// end-of-bitmap before the buffer is full, is Pillow's "not enough image data" error.
+std::vector<uint8_t> decode_rle_indices(const uint8_t* data, size_t size, size_t pos, int64_t width, int64_t height,
+                                        bool rle4, const std::string& name) {
+  const size_t total = static_cast<size_t>(width * height);
+  auto fail = [&](const std::string& why) -> void {
+    throw bad_input(name + ": corrupt RLE BMP (" + why + "; not enough image data for " + std::to_string(width) +
+                    "x" + std::to_string(height) + " pixels)");
+  };
+  std::vector<uint8_t> idx;
+  idx.reserve(std::min<size_t>(total, size_t{1} << 20));
+  // Appends stop at `total`: Pillow ignores whatever lies beyond, and the loop ends there.
+  auto append = [&](size_t n, uint8_t v) { idx.insert(idx.end(), std::min(n, total - idx.size()), v); };
+  int64_t x = 0;
+  while (idx.size() < total) {
+    if (pos >= size || size - pos < 2) fail("the data ends before the image is complete");
+    const uint32_t n = data[pos], b = data[pos + 1];
+    pos += 2;
+    if (n != 0) {  // encoded run
+      const int64_t count = x + n > width ? std::max<int64_t>(0, width - x) : n;
+      if (rle4) {
+        for (int64_t i = 0; i < count && idx.size() < total; ++i) idx.push_back(static_cast<uint8_t>(i % 2 == 0 ? b >> 4 : b & 15));
+      } else {
+        append(static_cast<size_t>(count), static_cast<uint8_t>(b));
+      }
+      x += count;
+    } else if (b == 0) {  // end of line: pad to a row boundary
+      append((static_cast<size_t>(width) - idx.size() % static_cast<size_t>(width)) % static_cast<size_t>(width), 0);
+      x = 0;
+    } else if (b == 1) {  // end of bitmap
+      fail("end of bitmap before the last pixel");
+    } else if (b == 2) {  // delta
+      if (size - pos < 4) fail("the data ends inside a delta escape");
+      const size_t right = data[pos + 2], up = data[pos + 3];
+      pos += 4;
+      append(right + up * static_cast<size_t>(width), 0);
+      x = static_cast<int64_t>(idx.size() % static_cast<size_t>(width));
+    } else {  // absolute run of b pixels
+      const size_t want = rle4 ? b / 2 : b;
+      const size_t got = std::min(want, size - pos);
+      for (size_t i = 0; i < got && idx.size() < total; ++i) {
+        if (rle4) {
+          idx.push_back(static_cast<uint8_t>(data[pos + i] >> 4));
+          if (idx.size() < total) idx.push_back(static_cast<uint8_t>(data[pos + i] & 15));
+        } else {
+          idx.push_back(data[pos + i]);
+        }
+      }
+      pos += got;
+      if (got < want) {
+        if (idx.size() < total) fail("the data ends inside an absolute run");
+        break;
+      }
+      x += b;
+      if (pos % 2 != 0) ++pos;
+    }
+  }
+  return idx;
+}
+
 }  // namespace
 
 Decoded decode_bmp(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits) {
@@ -95,7 +162,9 @@ Decoded decode_bmp(const uint8_t* data, size_t size, const std::string& name, co
       if (!bitfield_format(bits, r, g, b, a, fmt))
         throw unsupported(name + ": unsupported BMP bitfields layout (" + std::to_string(bits) + "-bit)");
     } else if (compression == 1 || compression == 2) {
-      throw unsupported(name + ": RLE-compressed BMP is not supported");
+      if (bits != 1 && bits != 4 && bits != 8)  // Pillow: "unknown raw mode for given image mode"
+        throw unsupported(name + ": RLE-compressed BMP with " + std::to_string(bits) +
+                          "-bit pixels cannot be decoded (Pillow cannot either)");
     } else if (compression != 0) {
       throw unsupported(name + ": unsupported BMP compression (" + std::to_string(compression) + ")");
     }
@@ -123,6 +192,24 @@ Decoded decode_bmp(const uint8_t* data, size_t size, const std::string& name, co
     pos += static_cast<size_t>(palette_entry) * colors;
   }
   const size_t data_start = offset ? offset : pos;
+  if (compression == 1 || compression == 2) {
+    // Pillow opens a two-colour black-and-white palette as mode "1", which its RLE decoder cannot fill.
+    if (colors == 2 && palette[0][0] == 0 && palette[0][1] == 0 && palette[0][2] == 0 && palette[1][0] == 255 &&
+        palette[1][1] == 255 && palette[1][2] == 255)
+      throw unsupported(name + ": RLE-compressed BMP with a black-and-white palette cannot be decoded "
+                        "(Pillow cannot either: its mode \"1\" has no RLE raw mode)");
+    const std::vector<uint8_t> idx = decode_rle_indices(data, size, data_start, width, height, compression == 2, name);
+    Decoded out;
+    out.rgb.width = width;
+    out.rgb.height = height;
+    out.rgb.pixels.resize(static_cast<size_t>(width * height * 3));
+    for (int64_t r = 0; r < height; ++r) {
+      const uint8_t* src = &idx[static_cast<size_t>(r * width)];
+      uint8_t* dst = &out.rgb.pixels[static_cast<size_t>((top_down ? r : height - 1 - r) * width * 3)];
+      for (int64_t x = 0; x < width; ++x) std::memcpy(dst + x * 3, palette[src[x]], 3);
+    }
+    return out;
+  }
   const uint64_t stride = ((static_cast<uint64_t>(width) * bits + 31) >> 3) & ~uint64_t{3};
   if (data_start > size || (size - data_start) / stride < static_cast<uint64_t>(height))
     throw bad_input(name + ": truncated BMP (image file is truncated: " + std::to_string(height) + " rows of " +
