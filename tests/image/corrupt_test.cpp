@@ -91,6 +91,37 @@ TEST(Corrupt, FlippedBytesNeverCrash) {
   }
 }
 
+// RLE-compressed BMPs: random bit flips in the command stream (delta escapes, absolute runs, the
+// palette) give a Pillow-shaped image or a clean error; the malformed streams of tests/data/image/rle
+// (truncated, early end of bitmap, a delta escape cut short, an RLE4 stream that loses sync) are BadInput.
+TEST(Corrupt, RleBmpStreams) {
+  uint32_t state = 777;
+  for (const char* file : {"rle8_bottomup.bmp", "rle4_bottomup.bmp", "rle8_delta.bmp", "rle8_overrun.bmp"}) {
+    const auto bytes = read_bytes(test::image_data() / "rle" / file);
+    for (int trial = 0; trial < 200; ++trial) {
+      auto mutated = bytes;
+      for (int k = 0; k < 3; ++k) {
+        state = state * 1664525u + 1013904223u;
+        // Mostly the pixel data (after the 54-byte headers), sometimes the headers.
+        const size_t at = trial % 4 == 0 ? state % mutated.size() : 54 + state % (mutated.size() - 54);
+        mutated[at] ^= static_cast<uint8_t>(1u << (state >> 29));
+      }
+      try {
+        const RgbImage img = load_image_from_memory(mutated.data(), mutated.size(), file);
+        EXPECT_EQ(static_cast<int64_t>(img.pixels.size()), img.width * img.height * 3);
+      } catch (const Error& e) {
+        EXPECT_NE(e.kind(), ErrorKind::Internal) << file << ": " << e.what();
+      }
+    }
+  }
+  for (const char* file : {"err_rle8_truncated.bmp", "err_rle8_early_eob.bmp", "err_rle8_delta_cut.bmp",
+                           "err_rle4_abs_cut.bmp", "err_rle4_odd_desync.bmp"}) {
+    std::string msg;
+    EXPECT_EQ(load_error_kind(read_bytes(test::image_data() / "rle" / file), file, &msg), ErrorKind::BadInput) << msg;
+    EXPECT_NE(msg.find("corrupt RLE BMP"), std::string::npos) << msg;
+  }
+}
+
 // A PNG header declaring w x h with valid CRCs and a few bytes of image data.
 std::vector<uint8_t> png_with_size(uint32_t w, uint32_t h) {
   std::vector<uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
