@@ -14,8 +14,11 @@ namespace smolvlm {
 
 namespace {
 
-// Query rows sharing one packed copy of a head's keys and values.
-constexpr int64_t kQueryBlock = 32;
+// Query rows sharing one packed copy of a head's keys and values: large enough that packing a head
+// (n·D copies) is small next to the block's products (rows·n·D multiply-adds each).
+constexpr int64_t kQueryBlock = 128;
+// Below this many query rows, rows attend one at a time where the keys lie (decode, short prompts).
+constexpr int64_t kMinBlockRows = 16;
 
 using DotFn = float (*)(const float*, const float*, int64_t);
 using AxpyFn = void (*)(float, const float*, float*, int64_t);
@@ -30,14 +33,25 @@ void axpy_scalar(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-// x[j] = exp(x[j] - max) for j < n; returns the sum (HF's softmax numerator and denominator).
-float exp_in_place(float* x, int64_t n, float max_value) {
+// In place: x[j] = softmax(scale · x)[j] for j < n (HF: scores · scale, then softmax in fp32).
+void scaled_softmax(float* x, int64_t n, float scale, bool avx2) {
+  if (avx2) {
+    const float max_value = detail::scale_max_avx2(x, n, scale);
+    detail::scale_avx2(x, n, 1.0f / detail::exp_sum_avx2(x, n, max_value));
+    return;
+  }
+  float max_value = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] *= scale;
+    max_value = std::max(max_value, x[j]);
+  }
   float sum = 0.f;
   for (int64_t j = 0; j < n; ++j) {
     x[j] = std::exp(x[j] - max_value);
     sum += x[j];
   }
-  return sum;
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
 }
 
 void check(const AttentionArgs& a, const AttentionShape& s) {
@@ -54,30 +68,29 @@ void check(const AttentionArgs& a, const AttentionShape& s) {
 
 // Query rows one at a time against the keys/values where they lie (decode, short prompts).
 void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
-                          DotFn dot_fn, AxpyFn axpy_fn) {
+                          bool avx2) {
+  const DotFn dot_fn = avx2 ? detail::dot_avx2 : dot_scalar;
+  const AxpyFn axpy_fn = avx2 ? detail::axpy_avx2 : axpy_scalar;
   thread_local std::vector<float> scores;
   if (scores.size() < static_cast<size_t>(a.kv_rows)) scores.resize(static_cast<size_t>(a.kv_rows));
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads);
   for (int64_t i = i0; i < i1; ++i) {
     const float* q = a.q + i * a.q_stride + h * D;
     const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float sc = dot_fn(q, a.k + j * a.kv_stride + kvh * D, D) * a.scale;
-      scores[j] = sc;
-      max_score = std::max(max_score, sc);
-    }
-    const float inv = 1.0f / exp_in_place(scores.data(), n_keys, max_score);
+    for (int64_t j = 0; j < n_keys; ++j) scores[j] = dot_fn(q, a.k + j * a.kv_stride + kvh * D, D);
+    scaled_softmax(scores.data(), n_keys, a.scale, avx2);
     float* out = a.out + i * a.out_stride + h * D;
     std::fill_n(out, D, 0.f);
-    for (int64_t j = 0; j < n_keys; ++j) axpy_fn(scores[j] * inv, a.v + j * a.kv_stride + kvh * D, out, D);
+    for (int64_t j = 0; j < n_keys; ++j) axpy_fn(scores[j], a.v + j * a.kv_stride + kvh * D, out, D);
   }
 }
 
 // A block of query rows of one head as two small matrix products: the head's queries, keys and
 // (transposed) values are packed contiguously, scores = Q·Kᵀ and out = P·V go through linear() on a
-// single-thread pool (this already runs on a worker of the caller's pool).
-void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1) {
+// single-thread pool (this already runs on a worker of the caller's pool). Only the block's rows of
+// the score matrix exist at any time.
+void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
+                         bool avx2) {
   thread_local std::vector<float> q_packed, k_packed, v_transposed, scores, out_block;
   thread_local ThreadPool single(1);
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads), rows = i1 - i0;
@@ -91,23 +104,18 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
   grow(scores, rows * n);
   grow(out_block, rows * D);
   for (int64_t i = i0; i < i1; ++i) std::copy_n(a.q + i * a.q_stride + h * D, D, q_packed.data() + (i - i0) * D);
-  for (int64_t j = 0; j < n; ++j) {
-    const float* k = a.k + j * a.kv_stride + kvh * D;
-    const float* v = a.v + j * a.kv_stride + kvh * D;
-    std::copy_n(k, D, k_packed.data() + j * D);
-    for (int64_t d = 0; d < D; ++d) v_transposed[d * n + j] = v[d];
+  for (int64_t j = 0; j < n; ++j) std::copy_n(a.k + j * a.kv_stride + kvh * D, D, k_packed.data() + j * D);
+  // V transposed in 8-key strips, so reads stay sequential and writes fill whole cache lines.
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    const int64_t j1 = std::min(n, j0 + 8);
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t j = j0; j < j1; ++j) v_transposed[d * n + j] = a.v[j * a.kv_stride + kvh * D + d];
   }
   linear(q_packed.data(), rows, WeightRef{k_packed.data(), DType::F32, n, D}, nullptr, scores.data(), single);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores.data() + r * n;
     const int64_t n_keys = a.causal ? a.q_pos0 + i0 + r + 1 : n;
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      row[j] *= a.scale;
-      max_score = std::max(max_score, row[j]);
-    }
-    const float inv = 1.0f / exp_in_place(row, n_keys, max_score);
-    for (int64_t j = 0; j < n_keys; ++j) row[j] *= inv;
+    scaled_softmax(row, n_keys, a.scale, avx2);
     std::fill(row + n_keys, row + n, 0.f);  // the causal mask
   }
   linear(scores.data(), rows, WeightRef{v_transposed.data(), DType::F32, D, n}, nullptr, out_block.data(), single);
@@ -119,20 +127,18 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
 void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool) {
   check(a, s);
   const bool avx2 = active_kernel_path() != KernelPath::Scalar;
-  const DotFn dot_fn = avx2 ? detail::dot_avx2 : dot_scalar;
-  const AxpyFn axpy_fn = avx2 ? detail::axpy_avx2 : axpy_scalar;
   // Work items are (head, block of query rows); the blocking depends only on q_rows, so each output
   // element is computed the same way whatever the thread count.
-  const int64_t block = a.q_rows >= kQueryBlock ? kQueryBlock : 1;
+  const int64_t block = a.q_rows >= kMinBlockRows ? std::min(a.q_rows, kQueryBlock) : 1;
   const int64_t blocks = (a.q_rows + block - 1) / block;
   pool.parallel_for(s.q_heads * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t h = item % s.q_heads, i0 = (item / s.q_heads) * block;
       const int64_t i1 = std::min(a.q_rows, i0 + block);
       if (block == 1)
-        attend_rows_in_place(a, s, h, i0, i1, dot_fn, axpy_fn);
+        attend_rows_in_place(a, s, h, i0, i1, avx2);
       else
-        attend_block_packed(a, s, h, i0, i1);
+        attend_block_packed(a, s, h, i0, i1, avx2);
     }
   });
 }

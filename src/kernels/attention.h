@@ -1,7 +1,8 @@
 // Scaled dot-product attention as HF's eager path computes it (scores = q·kᵀ·scale, causal mask,
-// fp32 softmax, weighted sum of values), with grouped-query heads. One (head, query) row is computed
-// at a time by one thread, so only a row of Lk scores (and one head's packed K/V) per thread is ever
-// held (never an [L, L] matrix) and the result does not depend on the thread count.
+// fp32 softmax, weighted sum of values), with grouped-query heads. Work items are (head, block of up
+// to 128 query rows), each computed by one thread, so a thread holds at most a block's rows of scores
+// (and one head's packed K/V), never an [L, L] matrix, and the result does not depend on the thread
+// count (the blocking depends only on the number of query rows).
 #pragma once
 
 #include <cstdint>

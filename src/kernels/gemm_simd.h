@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/gemm.h"
+#include "kernels/vec_math_avx2.h"
 
 namespace smolvlm::gemm {
 namespace {
@@ -107,24 +108,31 @@ void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, i
   });
 }
 
-// Sum of the 8 lanes in a fixed order.
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+// y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
+// the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
+// Bytes of one weight element.
+template <DType DT>
+constexpr int64_t weight_bytes() {
+  return DT == DType::F32 ? 4 : 2;
 }
 
 // y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
 // the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
+// Decode is bound by how fast the weights stream in: while it reads rows [n0, n0+R), it prefetches
+// the same columns of the next R rows (the rows a thread reads are contiguous in memory).
 template <DType DT, int MM, int R>
 inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0) {
   const int64_t K = w.cols, N = w.rows;
   const int64_t K8 = K & ~int64_t(7);
+  constexpr int64_t kLine = 64 / weight_bytes<DT>();  // elements per cache line
+  const char* base = static_cast<const char*>(w.data);
   __m256 acc[MM][R];
   for (int m = 0; m < MM; ++m)
     for (int r = 0; r < R; ++r) acc[m][r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K8; k += 8) {
+    if (k % kLine == 0)
+      for (int r = 0; r < R; ++r)
+        _mm_prefetch(base + ((n0 + R + r) * K + k) * weight_bytes<DT>(), _MM_HINT_T0);
     __m256 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = load8<DT>(w.data, (n0 + r) * K + k);
     for (int m = 0; m < MM; ++m) {
@@ -134,7 +142,7 @@ inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, flo
   }
   for (int m = 0; m < MM; ++m)
     for (int r = 0; r < R; ++r) {
-      float s = hsum8(acc[m][r]);
+      float s = vec::hsum8(acc[m][r]);  // a fixed lane order
       for (int64_t k = K8; k < K; ++k) s += x[m * K + k] * load1<DT>(w.data, (n0 + r) * K + k);
       y[m * N + n0 + r] = bias ? s + bias[n0 + r] : s;
     }
@@ -142,7 +150,7 @@ inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, flo
 
 template <DType DT, int MM>
 void gemv_m(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int R = MM <= 2 ? 4 : 2;
+  constexpr int R = MM == 1 ? 8 : MM == 2 ? 4 : 2;
   int64_t n = n0;
   for (; n + R <= n1; n += R) gemv_rows<DT, MM, R>(x, w, bias, y, n);
   for (; n < n1; ++n) gemv_rows<DT, MM, 1>(x, w, bias, y, n);

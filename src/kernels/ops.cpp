@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu.h"
@@ -18,54 +19,82 @@ void rms_norm_row(const float* x, int64_t dim, const float* weight, float eps, f
   for (int64_t i = 0; i < dim; ++i) y[i] = weight[i] * (x[i] * inv);
 }
 
+void layer_norm_row(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < dim; ++i) sum += x[i];
+  const double mean = sum / double(dim);
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < dim; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
+  const float mean_f = static_cast<float>(mean);
+  for (int64_t i = 0; i < dim; ++i) y[i] = (x[i] - mean_f) * inv * weight[i] + bias[i];
+}
+
 }  // namespace
 
+// Row-wise and element-wise ops split their work over the pool in pieces whose results do not
+// depend on the split (each row or element is computed alone), so any thread count gives the same bits.
+constexpr int64_t kElementGrain = 16 * 1024;  // elements per task of an element-wise op
+
+int64_t row_grain(int64_t dim) { return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(dim, 1)); }
+
 void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
-                float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * dim;
-    float* yr = y + r * dim;
-    double sum = 0.0;
-    for (int64_t i = 0; i < dim; ++i) sum += xr[i];
-    const double mean = sum / double(dim);
-    double sum_sq = 0.0;
-    for (int64_t i = 0; i < dim; ++i) sum_sq += (xr[i] - mean) * (xr[i] - mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / double(dim) + double(eps)));
-    const float mean_f = static_cast<float>(mean);
-    for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] - mean_f) * inv * weight[i] + bias[i];
-  }
-}
-
-void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y) {
+                float* y, ThreadPool& pool) {
   const bool avx2 = use_avx2();
-  for (int64_t r = 0; r < rows; ++r) {
-    if (avx2)
-      detail::rms_norm_row_avx2(x + r * dim, dim, weight, eps, y + r * dim);
-    else
-      rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
-  }
+  pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (avx2)
+        detail::layer_norm_row_avx2(x + r * dim, dim, weight, bias, eps, y + r * dim);
+      else
+        layer_norm_row(x + r * dim, dim, weight, bias, eps, y + r * dim);
+    }
+  });
 }
 
-void gelu_tanh(float* x, int64_t n) {
-  const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
-  const float kappa = 0.044715f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float inner = beta * (v + kappa * v * v * v);
-    x[i] = 0.5f * v * (1.0f + std::tanh(inner));
-  }
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y,
+              ThreadPool& pool) {
+  const bool avx2 = use_avx2();
+  pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (avx2)
+        detail::rms_norm_row_avx2(x + r * dim, dim, weight, eps, y + r * dim);
+      else
+        rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
+    }
+  });
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
+  const bool avx2 = use_avx2();
+  pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+    if (avx2) return detail::gelu_tanh_avx2(x + i0, i1 - i0);
+    const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
+    const float kappa = 0.044715f;
+    for (int64_t i = i0; i < i1; ++i) {
+      const float v = x[i];
+      const float inner = beta * (v + kappa * v * v * v);
+      x[i] = 0.5f * v * (1.0f + std::tanh(inner));
+    }
+  });
 }
 
-void add_inplace(float* y, const float* x, int64_t n) {
-  if (use_avx2()) return detail::add_inplace_avx2(y, x, n);
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  const bool avx2 = use_avx2();
+  pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+    if (avx2) return detail::silu_mul_avx2(gate + i0, up + i0, i1 - i0);
+    for (int64_t i = i0; i < i1; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  });
+}
+
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
+  const bool avx2 = use_avx2();
+  pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+    if (avx2) return detail::add_inplace_avx2(y + i0, x + i0, i1 - i0);
+    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+  });
 }
 
 void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq) {

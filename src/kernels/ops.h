@@ -6,24 +6,27 @@
 
 #include <cstdint>
 
+#include "kernels/thread_pool.h"
+
 namespace smolvlm {
 
 // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias  (torch.nn.LayerNorm, biased variance).
 // x and y may alias.
 void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
-                float* y);
+                float* y, ThreadPool& pool);
 
 // y[r, :] = x[r, :] / sqrt(mean(x²) + eps) * weight  (HF LlamaRMSNorm in fp32). x and y may alias.
-void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y);
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y,
+              ThreadPool& pool);
 
 // In place: x = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (torch gelu, approximate="tanh").
-void gelu_tanh(float* x, int64_t n);
+void gelu_tanh(float* x, int64_t n, ThreadPool& pool);
 
 // In place: gate = silu(gate) · up  (the SwiGLU product of Llama's MLP).
-void silu_mul(float* gate, const float* up, int64_t n);
+void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool);
 
 // y[i] += x[i]  (residual connections).
-void add_inplace(float* y, const float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
 
 // Rotary embedding, HF "default" rope in the rotate-half layout: for each of `rows` rows (one per
 // position), each of `heads` heads of `head_dim` values, pairs (i, i + head_dim/2) are rotated by
@@ -50,6 +53,14 @@ float dot_avx2(const float* a, const float* b, int64_t n);
 void axpy_avx2(float a, const float* x, float* y, int64_t n);
 void add_inplace_avx2(float* y, const float* x, int64_t n);
 void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float eps, float* y);
+void layer_norm_row_avx2(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y);
+void gelu_tanh_avx2(float* x, int64_t n);
+void silu_mul_avx2(float* gate, const float* up, int64_t n);
+// x[j] *= scale for j < n; returns max_j x[j].
+float scale_max_avx2(float* x, int64_t n, float scale);
+// x[j] = exp(x[j] - max_value) for j < n; returns the sum.
+float exp_sum_avx2(float* x, int64_t n, float max_value);
+void scale_avx2(float* x, int64_t n, float scale);
 }  // namespace detail
 
 }  // namespace smolvlm

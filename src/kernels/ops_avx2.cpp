@@ -2,23 +2,13 @@
 // active kernel path is avx2 or better).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ops.h"
+#include "kernels/vec_math_avx2.h"
 
 namespace smolvlm::detail {
-
-namespace {
-
-float horizontal_sum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
-
-}  // namespace
 
 float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -28,7 +18,7 @@ float dot_avx2(const float* a, const float* b, int64_t n) {
     acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
   }
   for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float acc = horizontal_sum(_mm256_add_ps(acc0, acc1));
+  float acc = vec::hsum8(_mm256_add_ps(acc0, acc1));
   for (; i < n; ++i) acc += a[i] * b[i];
   return acc;
 }
@@ -54,7 +44,7 @@ void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float e
     const __m256 v = _mm256_loadu_ps(x + i);
     acc = _mm256_fmadd_ps(v, v, acc);
   }
-  float sum_sq = horizontal_sum(acc);
+  float sum_sq = vec::hsum8(acc);
   for (; i < dim; ++i) sum_sq += x[i] * x[i];
   const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
   const __m256 vinv = _mm256_set1_ps(inv);
@@ -62,6 +52,98 @@ void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float e
   for (; i + 8 <= dim; i += 8)
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(weight + i), _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv)));
   for (; i < dim; ++i) y[i] = weight[i] * (x[i] * inv);
+}
+
+void layer_norm_row_avx2(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y) {
+  const int64_t d8 = dim & ~int64_t(7);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d8; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + i));
+  float sum = vec::hsum8(acc);
+  for (int64_t i = d8; i < dim; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(dim);
+  // Variance from the centred values (two passes), as torch does.
+  const __m256 vmean = _mm256_set1_ps(mean);
+  acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d8; i += 8) {
+    const __m256 c = _mm256_sub_ps(_mm256_loadu_ps(x + i), vmean);
+    acc = _mm256_fmadd_ps(c, c, acc);
+  }
+  float sum_sq = vec::hsum8(acc);
+  for (int64_t i = d8; i < dim; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
+  const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (int64_t i = 0; i < d8; i += 8) {
+    const __m256 c = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmean), vinv);
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(c, _mm256_loadu_ps(weight + i), _mm256_loadu_ps(bias + i)));
+  }
+  for (int64_t i = d8; i < dim; ++i) y[i] = (x[i] - mean) * inv * weight[i] + bias[i];
+}
+
+void gelu_tanh_avx2(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, vec::gelu_tanh8(_mm256_loadu_ps(x + i)));
+  if (i < n) {  // the tail through a padded vector, so every element sees the same arithmetic
+    float buf[8] = {};
+    for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
+    _mm256_storeu_ps(buf, vec::gelu_tanh8(_mm256_loadu_ps(buf)));
+    for (int64_t j = i; j < n; ++j) x[j] = buf[j - i];
+  }
+}
+
+void silu_mul_avx2(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(vec::silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    float g[8] = {}, u[8] = {};
+    for (int64_t j = i; j < n; ++j) g[j - i] = gate[j], u[j - i] = up[j];
+    _mm256_storeu_ps(g, _mm256_mul_ps(vec::silu8(_mm256_loadu_ps(g)), _mm256_loadu_ps(u)));
+    for (int64_t j = i; j < n; ++j) gate[j] = g[j - i];
+  }
+}
+
+float scale_max_avx2(float* x, int64_t n, float scale) {
+  const __m256 s = _mm256_set1_ps(scale);
+  __m256 m = _mm256_set1_ps(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), s);
+    _mm256_storeu_ps(x + i, v);
+    m = _mm256_max_ps(m, v);
+  }
+  float max_value = vec::hmax8(m);
+  for (; i < n; ++i) {
+    x[i] *= scale;
+    max_value = std::max(max_value, x[i]);
+  }
+  return max_value;
+}
+
+float exp_sum_avx2(float* x, int64_t n, float max_value) {
+  const __m256 mv = _mm256_set1_ps(max_value);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = vec::exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  if (i < n) {
+    float buf[8];
+    for (int j = 0; j < 8; ++j) buf[j] = i + j < n ? x[i + j] : -__builtin_inff();
+    const __m256 e = vec::exp8(_mm256_sub_ps(_mm256_loadu_ps(buf), mv));
+    _mm256_storeu_ps(buf, e);
+    acc = _mm256_add_ps(acc, e);
+    for (int64_t j = i; j < n; ++j) x[j] = buf[j - i];
+  }
+  return vec::hsum8(acc);
+}
+
+void scale_avx2(float* x, int64_t n, float scale) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
+  for (; i < n; ++i) x[i] *= scale;
 }
 
 }  // namespace smolvlm::detail

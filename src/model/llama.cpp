@@ -104,7 +104,7 @@ void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv
   }
   const int64_t H = cfg_.hidden_size;
   float* last = s.normed.data();
-  rms_norm(x + (rows - 1) * H, 1, H, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps), last);
+  rms_norm(x + (rows - 1) * H, 1, H, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps), last, pool);
   linear(last, 1, lm_head_, nullptr, logits_last, pool);
 }
 
@@ -114,7 +114,7 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   const int64_t qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads;
   const int64_t qd = qh * D, kvd = kvh * D;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  rms_norm(x, rows, H, l.input_norm.data(), eps, s.normed.data());
+  rms_norm(x, rows, H, l.input_norm.data(), eps, s.normed.data(), pool);
   // New keys/values go straight into their cache rows.
   float* k_rows = kv.k + (layer_index * kv.capacity + pos0) * kvd;
   float* v_rows = kv.v + (layer_index * kv.capacity + pos0) * kvd;
@@ -139,17 +139,17 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   a.out_stride = qd;
   attention(a, AttentionShape{qh, kvh, D}, pool);
   linear(s.attn.data(), rows, l.o, bias_or_null(l.o_b), s.proj.data(), pool);
-  add_inplace(x, s.proj.data(), rows * H);
+  add_inplace(x, s.proj.data(), rows * H, pool);
 }
 
 void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const {
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
-  rms_norm(x, rows, H, l.post_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data());
+  rms_norm(x, rows, H, l.post_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data(), pool);
   linear(s.normed.data(), rows, l.gate, bias_or_null(l.gate_b), s.gate.data(), pool);
   linear(s.normed.data(), rows, l.up, bias_or_null(l.up_b), s.up.data(), pool);
-  silu_mul(s.gate.data(), s.up.data(), rows * I);
+  silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
   linear(s.gate.data(), rows, l.down, bias_or_null(l.down_b), s.proj.data(), pool);
-  add_inplace(x, s.proj.data(), rows * H);
+  add_inplace(x, s.proj.data(), rows * H, pool);
 }
 
 }  // namespace smolvlm

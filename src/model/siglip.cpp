@@ -101,15 +101,15 @@ void SiglipVision::encode_tile(const float* pixels, float* h, Scratch& s, Thread
         }
   linear(s.patches.data(), P, patch_w_, patch_b_.data(), h, pool);
   // Full tile: position ids are 0..P-1, so the whole table is added in order.
-  add_inplace(h, position_.data(), P * hidden_);
+  add_inplace(h, position_.data(), P * hidden_, pool);
 
   for (const Layer& layer : layers_) run_layer(layer, h, s, pool);
-  layer_norm(h, P, hidden_, post_w_.data(), post_b_.data(), eps_, h);
+  layer_norm(h, P, hidden_, post_w_.data(), post_b_.data(), eps_, h, pool);
 }
 
 void SiglipVision::run_layer(const Layer& l, float* h, Scratch& s, ThreadPool& pool) const {
   const int64_t P = num_patches(), H = hidden_, D = hidden_ / heads_;
-  layer_norm(h, P, H, l.ln1_w.data(), l.ln1_b.data(), eps_, s.normed.data());
+  layer_norm(h, P, H, l.ln1_w.data(), l.ln1_b.data(), eps_, s.normed.data(), pool);
   linear(s.normed.data(), P, l.q, l.q_b.data(), s.q.data(), pool);
   linear(s.normed.data(), P, l.k, l.k_b.data(), s.k.data(), pool);
   linear(s.normed.data(), P, l.v, l.v_b.data(), s.v.data(), pool);
@@ -127,13 +127,13 @@ void SiglipVision::run_layer(const Layer& l, float* h, Scratch& s, ThreadPool& p
   a.out_stride = H;
   attention(a, AttentionShape{heads_, heads_, D}, pool);
   linear(s.attn.data(), P, l.o, l.o_b.data(), s.proj.data(), pool);
-  add_inplace(h, s.proj.data(), P * H);
+  add_inplace(h, s.proj.data(), P * H, pool);
 
-  layer_norm(h, P, H, l.ln2_w.data(), l.ln2_b.data(), eps_, s.normed.data());
+  layer_norm(h, P, H, l.ln2_w.data(), l.ln2_b.data(), eps_, s.normed.data(), pool);
   linear(s.normed.data(), P, l.fc1, l.fc1_b.data(), s.mlp.data(), pool);
-  gelu_tanh(s.mlp.data(), P * intermediate_);
+  gelu_tanh(s.mlp.data(), P * intermediate_, pool);
   linear(s.mlp.data(), P, l.fc2, l.fc2_b.data(), s.proj.data(), pool);
-  add_inplace(h, s.proj.data(), P * H);
+  add_inplace(h, s.proj.data(), P * H, pool);
 }
 
 }  // namespace smolvlm

@@ -1,6 +1,7 @@
 // The model kernels against plain double-precision formulas, on every kernel path the CPU runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -66,14 +67,17 @@ TEST_P(OpsOnPath, AttentionMatchesTheFormula) {
   check_attention(1, 0, true);
   check_attention(45, 7, true);   // packed blocks of rows
   check_attention(40, 0, false);  // vision: every query sees every key
+  check_attention(300, 5, true);  // several 128-row blocks, the last one partial
+  check_attention(260, 0, false);
 }
 
 TEST_P(OpsOnPath, NormsMatchTheFormulas) {
   const int64_t rows = 3, dim = 37;
   const auto x = random_vector(rows * dim, 4), w = random_vector(dim, 5), b = random_vector(dim, 6);
   std::vector<float> ln(rows * dim), rms(rows * dim);
-  layer_norm(x.data(), rows, dim, w.data(), b.data(), 1e-6f, ln.data());
-  rms_norm(x.data(), rows, dim, w.data(), 1e-5f, rms.data());
+  ThreadPool pool(2);
+  layer_norm(x.data(), rows, dim, w.data(), b.data(), 1e-6f, ln.data(), pool);
+  rms_norm(x.data(), rows, dim, w.data(), 1e-5f, rms.data(), pool);
   for (int64_t r = 0; r < rows; ++r) {
     double mean = 0, var = 0, sq = 0;
     for (int64_t i = 0; i < dim; ++i) mean += x[r * dim + i] / double(dim);
@@ -87,9 +91,6 @@ TEST_P(OpsOnPath, NormsMatchTheFormulas) {
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Paths, OpsOnPath, ::testing::ValuesIn(supported_kernel_paths()),
-                         [](const auto& info) { return std::string(kernel_path_name(info.param)); });
 
 TEST(Ops, RopeRotatesPairsHalfAHeadApart) {
   const int64_t D = 8, heads = 2;
@@ -109,17 +110,51 @@ TEST(Ops, RopeRotatesPairsHalfAHeadApart) {
     }
 }
 
-TEST(Ops, ActivationsSoftmaxArgmax) {
-  std::vector<float> g = {-2.f, 0.f, 1.5f}, up = {2.f, 3.f, -1.f};
-  silu_mul(g.data(), up.data(), 3);
-  EXPECT_NEAR(g[0], -2.0 / (1 + std::exp(2.0)) * 2, 1e-6);
-  EXPECT_NEAR(g[2], 1.5 / (1 + std::exp(-1.5)) * -1, 1e-6);
-  std::vector<float> x = {-1.f, 0.5f, 3.f};
-  gelu_tanh(x.data(), 3);
-  for (int i = 0; i < 3; ++i) {
-    const double v = std::vector<double>{-1, 0.5, 3}[i];
-    EXPECT_NEAR(x[i], 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
+// Inputs over the whole range the activations meet (and past it, where exp under/overflows).
+std::vector<float> activation_inputs() {
+  std::vector<float> x = {0.f, -0.f, 1e-6f, -1e-6f, 1e-3f, -88.f, 88.f, -100.f, 100.f, -1e4f, 1e4f};
+  for (int i = -2000; i <= 2000; ++i) x.push_back(static_cast<float>(i) * 0.01f);  // [-20, 20]
+  const auto r = random_vector(997, 8);  // an odd count exercises the vector tail
+  for (float v : r) x.push_back(v * 4.f);
+  return x;
+}
+
+TEST_P(OpsOnPath, ActivationsMatchTheFormulas) {
+  ThreadPool pool(2);
+  const std::vector<float> in = activation_inputs();
+  const std::vector<float> up = random_vector(in.size(), 9);
+  std::vector<float> gelu = in, silu = in;
+  gelu_tanh(gelu.data(), static_cast<int64_t>(gelu.size()), pool);
+  silu_mul(silu.data(), up.data(), static_cast<int64_t>(silu.size()), pool);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const double v = in[i];
+    const double want_gelu = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    const double want_silu = v / (1 + std::exp(-v)) * up[i];
+    EXPECT_NEAR(gelu[i], want_gelu, 2e-6 * std::max(1.0, std::fabs(want_gelu))) << "gelu(" << v << ")";
+    EXPECT_NEAR(silu[i], want_silu, 2e-6 * std::max(1.0, std::fabs(want_silu))) << "silu(" << v << ")";
   }
+}
+
+TEST_P(OpsOnPath, ElementwiseOpsDoNotDependOnTheThreadCount) {
+  const auto x = random_vector(100'003, 10), up = random_vector(100'003, 11);
+  auto run = [&](int threads) {
+    ThreadPool pool(threads);
+    std::vector<float> g = x, s = x, a = x;
+    gelu_tanh(g.data(), static_cast<int64_t>(g.size()), pool);
+    silu_mul(s.data(), up.data(), static_cast<int64_t>(s.size()), pool);
+    add_inplace(a.data(), up.data(), static_cast<int64_t>(a.size()), pool);
+    g.insert(g.end(), s.begin(), s.end());
+    g.insert(g.end(), a.begin(), a.end());
+    return g;
+  };
+  EXPECT_EQ(run(1), run(2));
+  EXPECT_EQ(run(1), run(3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, OpsOnPath, ::testing::ValuesIn(supported_kernel_paths()),
+                         [](const auto& info) { return std::string(kernel_path_name(info.param)); });
+
+TEST(Ops, SoftmaxArgmax) {
   std::vector<float> s = {1.f, 3.f, 3.f, -2.f};
   EXPECT_EQ(argmax(s.data(), 4), 1);  // first of the ties, like torch
   softmax(s.data(), 4);
