@@ -1,6 +1,7 @@
 // JPEG through libjpeg-turbo with its defaults (JDCT_ISLOW, fancy upsampling), as Pillow uses it.
 #include <csetjmp>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include <jerror.h>
 
 #include "core/error.h"
+#include "image/buffers.h"
 #include "image/decoders.h"
 
 namespace smolvlm::image_detail {
@@ -60,9 +62,7 @@ struct JpegJob {
 
 void convert_row(const JpegJob& job, int64_t w, int oc, bool cmyk, uint8_t* dst) {
   const uint8_t* row = job.row.data();
-  if (oc == 3) {
-    std::memcpy(dst, row, static_cast<size_t>(w * 3));
-  } else if (oc == 1) {
+  if (oc == 1) {
     for (int64_t x = 0; x < w; ++x) dst[x * 3] = dst[x * 3 + 1] = dst[x * 3 + 2] = row[x];
   } else if (cmyk) {
     // Pillow reads 4-component JPEGs as Adobe-inverted CMYK ("CMYK;I").
@@ -108,13 +108,21 @@ bool run_decode(JpegJob* job, const uint8_t* data, size_t size, const std::strin
   job->out.rgb.width = w;
   job->out.rgb.height = h;
   job->row.resize(static_cast<size_t>(w * oc));
-  // The output grows with the rows actually decoded, so a truncated file never costs its declared size.
+  // The output grows with the rows actually decoded; the room reserved up front (address space, not
+  // memory, until rows are written) is bounded by the file size, so a truncated file costs little.
+  std::vector<uint8_t>& pixels = job->out.rgb.pixels;
+  const uint64_t declared = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * 3;
+  reserve_pixels(pixels, static_cast<size_t>(std::min<uint64_t>(declared, std::max<uint64_t>(uint64_t{16} << 20, uint64_t{256} * size))));
   while (cinfo->output_scanline < cinfo->output_height && !job->err.hit_end_of_data) {
     const int64_t y = cinfo->output_scanline;
-    JSAMPROW rows[1] = {job->row.data()};
-    if (jpeg_read_scanlines(cinfo, rows, 1) != 1) break;
-    job->out.rgb.pixels.resize(static_cast<size_t>((y + 1) * w * 3));
-    convert_row(*job, w, oc, cmyk, &job->out.rgb.pixels[static_cast<size_t>(y * w * 3)]);
+    pixels.resize(static_cast<size_t>((y + 1) * w * 3));
+    uint8_t* dst = &pixels[static_cast<size_t>(y * w * 3)];
+    JSAMPROW rows[1] = {oc == 3 ? dst : job->row.data()};  // RGB rows are decoded in place
+    if (jpeg_read_scanlines(cinfo, rows, 1) != 1) {
+      pixels.resize(static_cast<size_t>(y * w * 3));
+      break;
+    }
+    if (oc != 3) convert_row(*job, w, oc, cmyk, dst);
   }
   if (cinfo->output_scanline < h) job->err.hit_end_of_data = true;
   if (!job->err.hit_end_of_data) jpeg_finish_decompress(cinfo);

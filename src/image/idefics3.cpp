@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "image/buffers.h"
 
 namespace smolvlm {
 namespace {
@@ -17,10 +18,23 @@ inline int mul_div255(int a, int b) {
   return ((t >> 8) + t) >> 8;
 }
 
+// Pixels held elsewhere: the decoded image, or one of the intermediate images.
+struct View {
+  const uint8_t* p = nullptr;
+  int64_t w = 0, h = 0;
+  int ch = 0;
+};
+
+View view_of(const U8Image& im) { return {im.pixels.data(), im.width, im.height, im.channels}; }
+
+U8Image copy_of(const View& v) {
+  return U8Image{v.w, v.h, v.ch, std::vector<uint8_t>(v.p, v.p + v.w * v.h * v.ch)};
+}
+
 // Pillow resizes RGBA through premultiplied RGBa and back.
-U8Image resize_rgba(const U8Image& in, int64_t w, int64_t h, ResampleFilter filter) {
-  if (filter == ResampleFilter::Nearest || (w == in.width && h == in.height)) return resize_u8(in, w, h, filter);
-  U8Image pre = in;
+U8Image resize_rgba(const View& in, int64_t w, int64_t h, ResampleFilter filter) {
+  if (filter == ResampleFilter::Nearest) return resize_u8(in.p, in.w, in.h, in.ch, w, h, filter);
+  U8Image pre = copy_of(in);
   for (size_t i = 0; i < pre.pixels.size(); i += 4) {
     const int a = pre.pixels[i + 3];
     for (int c = 0; c < 3; ++c) pre.pixels[i + c] = static_cast<uint8_t>(mul_div255(pre.pixels[i + c], a));
@@ -34,55 +48,62 @@ U8Image resize_rgba(const U8Image& in, int64_t w, int64_t h, ResampleFilter filt
   return out;
 }
 
-// HF's `resize`: a PIL image of the array's mode (L, RGB or RGBA) resized with Pillow.
-U8Image hf_resize(const U8Image& in, int64_t h, int64_t w, ResampleFilter filter) {
+// HF's `resize`: a PIL image of the array's mode (L, RGB or RGBA) resized with Pillow. Returns false
+// (and leaves `out` alone) when the size does not change: the pixels are then the input's.
+bool hf_resize(const View& in, int64_t h, int64_t w, ResampleFilter filter, U8Image& out) {
   if (h < 1 || w < 1)
     throw bad_input("image preprocessing: computed an empty target size " + std::to_string(w) + "x" + std::to_string(h));
   // HF opens an array whose last axis is 1 as mode P, which Pillow resizes with NEAREST and whose
   // RGB conversion depends on a default palette; only reachable through the channels-first quirk.
-  if (in.width == 1 && in.channels != 3 && in.width != w)
+  if (in.w == 1 && in.ch != 3 && in.w != w)
     throw unsupported("image preprocessing: a 1-pixel-wide intermediate in HF's channels-first layout is not supported");
-  if (in.channels == 4) return resize_rgba(in, w, h, filter);
-  return resize_u8(in, w, h, filter);
+  if (w == in.w && h == in.h) return false;
+  out = in.ch == 4 ? resize_rgba(in, w, h, filter) : resize_u8(in.p, in.w, in.h, in.ch, w, h, filter);
+  return true;
 }
 
-U8Image crop(const U8Image& in, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
-  U8Image out{x1 - x0, y1 - y0, in.channels, {}};
-  const size_t row = static_cast<size_t>(out.width * in.channels);
-  out.pixels.resize(row * out.height);
-  for (int64_t y = y0; y < y1; ++y)
-    std::memcpy(&out.pixels[(y - y0) * row], &in.pixels[(y * in.width + x0) * in.channels], row);
-  return out;
-}
-
-// HF's convert_to_rgb (composite over opaque white) writing [3, S, S] channels-first.
-void tile_to_rgb_chw(const U8Image& t, uint8_t* out) {
-  const int64_t n = t.width * t.height;
-  const uint8_t* p = t.pixels.data();
-  for (int64_t i = 0; i < n; ++i) {
-    uint8_t rgb[3];
-    if (t.channels == 1) {
-      rgb[0] = rgb[1] = rgb[2] = p[i];
-    } else if (t.channels == 3) {
-      std::memcpy(rgb, p + i * 3, 3);
+// HF's convert_to_rgb (composite over opaque white) of a w x h region (rows `stride` bytes apart),
+// written as 3 planes of w x h (channels-first).
+void region_to_rgb_chw(const uint8_t* p, int64_t stride, int64_t w, int64_t h, int ch, uint8_t* out) {
+  const int64_t n = w * h;
+  uint8_t* r_plane = out;
+  uint8_t* g_plane = out + n;
+  uint8_t* b_plane = out + 2 * n;
+  for (int64_t y = 0; y < h; ++y, p += stride) {
+    const int64_t o = y * w;
+    if (ch == 3) {
+      for (int64_t x = 0; x < w; ++x) {
+        r_plane[o + x] = p[3 * x];
+        g_plane[o + x] = p[3 * x + 1];
+        b_plane[o + x] = p[3 * x + 2];
+      }
+    } else if (ch == 1) {
+      std::memcpy(r_plane + o, p, static_cast<size_t>(w));
+      std::memcpy(g_plane + o, p, static_cast<size_t>(w));
+      std::memcpy(b_plane + o, p, static_cast<size_t>(w));
     } else {  // RGBA over white, Pillow's alpha_composite arithmetic
-      const uint8_t* s = p + i * 4;
-      const uint32_t a = s[3];
-      if (a == 0) {
-        rgb[0] = rgb[1] = rgb[2] = 255;
-      } else {
-        constexpr uint32_t kBits = 7;
-        const uint32_t blend = 255 * (255 - a);
-        const uint32_t outa255 = a * 255 + blend;
-        const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / outa255;
-        const uint32_t coef2 = 255 * (1u << kBits) - coef1;
-        for (int c = 0; c < 3; ++c) {
-          const uint32_t tmp = s[c] * coef1 + 255 * coef2 + (0x80u << kBits);
-          rgb[c] = static_cast<uint8_t>(((((tmp >> 8) + tmp) >> 8)) >> kBits);
+      for (int64_t x = 0; x < w; ++x) {
+        const uint8_t* s = p + 4 * x;
+        const uint32_t a = s[3];
+        uint8_t rgb[3];
+        if (a == 0) {
+          rgb[0] = rgb[1] = rgb[2] = 255;
+        } else {
+          constexpr uint32_t kBits = 7;
+          const uint32_t blend = 255 * (255 - a);
+          const uint32_t outa255 = a * 255 + blend;
+          const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / outa255;
+          const uint32_t coef2 = 255 * (1u << kBits) - coef1;
+          for (int c = 0; c < 3; ++c) {
+            const uint32_t tmp = s[c] * coef1 + 255 * coef2 + (0x80u << kBits);
+            rgb[c] = static_cast<uint8_t>(((((tmp >> 8) + tmp) >> 8)) >> kBits);
+          }
         }
+        r_plane[o + x] = rgb[0];
+        g_plane[o + x] = rgb[1];
+        b_plane[o + x] = rgb[2];
       }
     }
-    for (int c = 0; c < 3; ++c) out[c * n + i] = rgb[c];
   }
 }
 
@@ -167,46 +188,60 @@ PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcesso
   const bool split = do_split.value_or(cfg.do_image_splitting);
   const int64_t M = cfg.max_image_size;
 
+  // `current` views the image at each stage; `quirk_array`, `resized`, `encoder` and `global` own the
+  // intermediates (the decoded pixels are not copied when HF's layout is the usual one).
   bool quirk = false;
-  U8Image current = hf_input_array(image, quirk);
+  U8Image quirk_array, resized, encoder, global;
+  View current{image.pixels.data(), image.width, image.height, 3};
+  if (image.height == 1 || image.height == 3 || image.height == 4) {
+    quirk_array = hf_input_array(image, quirk);
+    current = view_of(quirk_array);
+  }
   if (cfg.do_resize) {
-    const auto [h, w] = idefics3_longest_edge_size(current.height, current.width, cfg.longest_edge);
-    current = hf_resize(current, h, w, filter);
+    const auto [h, w] = idefics3_longest_edge_size(current.h, current.w, cfg.longest_edge);
+    if (hf_resize(current, h, w, filter, resized)) current = view_of(resized);
   }
   if (trace) {
     trace->channels_first_quirk = quirk;
-    trace->resized = current;
+    trace->resized = copy_of(current);
   }
 
-  std::vector<U8Image> tiles;
   PreprocessedImage out;
   out.tile_size = M;
+  const size_t plane = static_cast<size_t>(M * M);
+  View global_view = current;
   if (split) {
-    const auto [h2, w2] = idefics3_vision_encoder_size(current.height, current.width, M);
-    current = hf_resize(current, h2, w2, filter);
-    if (trace) trace->vision_encoder = current;
-    if (current.height > M || current.width > M) {
-      out.rows = (current.height + M - 1) / M;
-      out.cols = (current.width + M - 1) / M;
-      const int64_t th = (current.height + out.rows - 1) / out.rows, tw = (current.width + out.cols - 1) / out.cols;
+    const auto [h2, w2] = idefics3_vision_encoder_size(current.h, current.w, M);
+    if (hf_resize(current, h2, w2, filter, encoder)) current = view_of(encoder);
+    if (trace) trace->vision_encoder = copy_of(current);
+    global_view = current;
+    if (current.h > M || current.w > M) {
+      out.rows = (current.h + M - 1) / M;
+      out.cols = (current.w + M - 1) / M;
+      const int64_t th = (current.h + out.rows - 1) / out.rows, tw = (current.w + out.cols - 1) / out.cols;
+      // The vision-encoder size is a multiple of M, so every crop is M x M.
+      if (th != M || tw != M || out.rows * th != current.h || out.cols * tw != current.w)
+        throw internal_error("image preprocessing: tile is not max_image_size square");
+      out.num_tiles = out.rows * out.cols + 1;
+      image_detail::resize_pixels(out.tiles_u8, static_cast<size_t>(out.num_tiles) * 3 * plane);
+      const int64_t stride = current.w * current.ch;
       for (int64_t r = 0; r < out.rows; ++r)
         for (int64_t c = 0; c < out.cols; ++c)
-          tiles.push_back(crop(current, c * tw, r * th, std::min((c + 1) * tw, current.width),
-                               std::min((r + 1) * th, current.height)));
-      current = hf_resize(current, M, M, filter);
+          region_to_rgb_chw(current.p + (r * th * current.w + c * tw) * current.ch, stride, M, M, current.ch,
+                            &out.tiles_u8[static_cast<size_t>(r * out.cols + c) * 3 * plane]);
+      if (hf_resize(current, M, M, filter, global)) global_view = view_of(global);
     }
-  } else {
-    current = hf_resize(current, M, M, filter);
   }
-  if (trace) trace->global = current;
-  tiles.push_back(std::move(current));
-  for (const auto& t : tiles)
-    if (t.width != M || t.height != M) throw internal_error("image preprocessing: tile is not max_image_size square");
-
-  out.num_tiles = static_cast<int64_t>(tiles.size());
-  const size_t plane = static_cast<size_t>(M * M);
-  out.tiles_u8.resize(tiles.size() * 3 * plane);
-  for (size_t i = 0; i < tiles.size(); ++i) tile_to_rgb_chw(tiles[i], &out.tiles_u8[i * 3 * plane]);
+  if (!split && hf_resize(current, M, M, filter, global)) global_view = view_of(global);
+  if (out.num_tiles == 0) {
+    out.num_tiles = 1;
+    out.tiles_u8.resize(3 * plane);
+  }
+  if (trace) trace->global = copy_of(global_view);
+  if (global_view.w != M || global_view.h != M)
+    throw internal_error("image preprocessing: tile is not max_image_size square");
+  region_to_rgb_chw(global_view.p, global_view.w * global_view.ch, M, M, global_view.ch,
+                    &out.tiles_u8[static_cast<size_t>(out.num_tiles - 1) * 3 * plane]);
 
   // rescale: float32(double(v) * factor); normalize: (x - mean) / std in float32. A function of
   // (value, channel), so one table per channel.
@@ -218,8 +253,13 @@ PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcesso
       lut[c][v] = x;
     }
   }
-  out.pixel_values.resize(out.tiles_u8.size());
-  for (size_t i = 0; i < out.tiles_u8.size(); ++i) out.pixel_values[i] = lut[(i / plane) % 3][out.tiles_u8[i]];
+  image_detail::resize_pixels(out.pixel_values, out.tiles_u8.size());
+  for (size_t p = 0; p < out.tiles_u8.size() / plane; ++p) {
+    const float* t = lut[p % 3];
+    const uint8_t* src = &out.tiles_u8[p * plane];
+    float* dst = &out.pixel_values[p * plane];
+    for (size_t i = 0; i < plane; ++i) dst[i] = t[src[i]];
+  }
   return out;
 }
 

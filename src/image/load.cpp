@@ -145,7 +145,15 @@ RgbImage load_image(const std::filesystem::path& path, const DecodeLimits& limit
   if (!f) throw io_error(path.string() + ": cannot open image file");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw io_error(path.string() + ": is a directory, not an image file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {  // one read of the known size (a pipe or special file falls back to streaming)
+    bytes.resize(static_cast<size_t>(size));
+    f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+    bytes.resize(static_cast<size_t>(f.gcount()));
+  }
+  if (f.good() && f.peek() != std::char_traits<char>::eof())
+    bytes.insert(bytes.end(), std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   if (f.bad()) throw io_error(path.string() + ": read error");
   return load_image_from_memory(bytes.data(), bytes.size(), path.string(), limits);
 }

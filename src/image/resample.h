@@ -27,5 +27,13 @@ struct U8Image {
 // Resizes like Pillow's Image.resize on mode L (1 channel) or RGB (3 channels); other channel
 // counts are resized channel by channel with the same arithmetic. Sizes must be >= 1: Error(BadInput).
 U8Image resize_u8(const U8Image& in, int64_t out_width, int64_t out_height, ResampleFilter filter);
+// The same for pixels held elsewhere ([height, width, channels] row-major; not copied).
+U8Image resize_u8(const uint8_t* pixels, int64_t width, int64_t height, int channels, int64_t out_width,
+                  int64_t out_height, ResampleFilter filter);
+
+// Threads one resize may use: its rows are split between them (the bytes never depend on the split).
+// The default is the machine's hardware threads, at most 4; n <= 0 restores the default.
+void set_resize_threads(int n);
+int resize_threads();
 
 }  // namespace smolvlm

@@ -41,8 +41,27 @@ inline void convolve_rows(const uint8_t* in, int64_t row_bytes, const int32_t* f
 
 }  // namespace
 
-// The AVX2 build of convolve_rows (resample_avx2.cpp); call only when the CPU has AVX2.
+// Vertical pass with AVX2: the same arithmetic as convolve_rows (int32 products and sums), 32 output
+// bytes at a time held in registers across all taps. Call only when the CPU has AVX2.
 void convolve_rows_avx2(const uint8_t* in, int64_t row_bytes, const int32_t* first, const int32_t* count,
                         const int32_t* coeffs, int taps, int64_t row_offset, int64_t out_rows, uint8_t* out);
+
+// Horizontal pass with AVX2 for 3 or 4 interleaved channels. Pillow's sum of u8 * int32 coefficient
+// is formed exactly with 16-bit multiply-adds: each coefficient c is split into hi * 2^15 + lo with
+// lo in [0, 2^15), both 16-bit, and the two sums recombine as (sum_hi << 15) + sum_lo in wrapping
+// int32, which is Pillow's int32 sum bit for bit. Taps are taken four at a time (two per 128-bit lane).
+struct HorizontalAvx2 {
+  int channels = 0;               // 3 or 4
+  int groups = 0;                 // groups of four taps per output pixel
+  int64_t out_w = 0;
+  int64_t read_end = 0;           // bytes past a row's start the kernel reads (> the row itself)
+  const int32_t* first = nullptr; // first input pixel of each output pixel
+  const int16_t* coeffs = nullptr;  // [out_w][groups][hi: 16 x int16, lo: 16 x int16]
+};
+
+// Rows [0, rows) of `in` (row stride in_row_bytes) resampled along x into `out` (stride out_w * channels).
+// The caller makes sure in + (rows - 1) * in_row_bytes + h.read_end is readable.
+void horizontal_rows_avx2(const HorizontalAvx2& h, const uint8_t* in, int64_t in_row_bytes, int64_t rows,
+                          uint8_t* out);
 
 }  // namespace smolvlm::resample_detail
