@@ -1,6 +1,7 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -85,13 +86,42 @@ void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64
   }
 }
 
-// A block of query rows of one head as two small matrix products: the head's queries, keys and
-// (transposed) values are packed contiguously, scores = Q·Kᵀ and out = P·V go through linear() on a
-// single-thread pool (this already runs on a worker of the caller's pool). Only the block's rows of
-// the score matrix exist at any time.
+// A head's keys and (transposed) values packed contiguously, kept per thread: consecutive work items
+// of one thread that read the same kv head and the same keys reuse them.
+struct PackedKv {
+  uint64_t call = 0;  // the attention() call they were packed for (0: none)
+  int64_t kv_head = -1, n = 0;
+  std::vector<float> k, v_transposed;
+};
+
+std::atomic<uint64_t> g_attention_calls{0};
+
+const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, int64_t n, uint64_t call) {
+  thread_local PackedKv p;
+  if (p.call == call && p.kv_head == kvh && p.n == n) return p;
+  if (p.k.size() < static_cast<size_t>(n * D)) {
+    p.k.resize(static_cast<size_t>(n * D));
+    p.v_transposed.resize(static_cast<size_t>(n * D));
+  }
+  for (int64_t j = 0; j < n; ++j) std::copy_n(a.k + j * a.kv_stride + kvh * D, D, p.k.data() + j * D);
+  // V transposed in 8-key strips, so reads stay sequential and writes fill whole cache lines.
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    const int64_t j1 = std::min(n, j0 + 8);
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t j = j0; j < j1; ++j) p.v_transposed[d * n + j] = a.v[j * a.kv_stride + kvh * D + d];
+  }
+  p.call = call;
+  p.kv_head = kvh;
+  p.n = n;
+  return p;
+}
+
+// A block of query rows of one head as two small matrix products: scores = Q·Kᵀ and out = P·V go
+// through linear() on a single-thread pool (this already runs on a worker of the caller's pool). Only
+// the block's rows of the score matrix exist at any time.
 void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
-                         bool avx2) {
-  thread_local std::vector<float> q_packed, k_packed, v_transposed, scores, out_block;
+                         bool avx2, uint64_t call) {
+  thread_local std::vector<float> q_packed, scores, out_block;
   thread_local ThreadPool single(1);
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads), rows = i1 - i0;
   const int64_t n = a.causal ? a.q_pos0 + i1 : a.kv_rows;  // keys any row of the block may see
@@ -99,26 +129,19 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
     if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
   };
   grow(q_packed, rows * D);
-  grow(k_packed, n * D);
-  grow(v_transposed, n * D);
   grow(scores, rows * n);
   grow(out_block, rows * D);
   for (int64_t i = i0; i < i1; ++i) std::copy_n(a.q + i * a.q_stride + h * D, D, q_packed.data() + (i - i0) * D);
-  for (int64_t j = 0; j < n; ++j) std::copy_n(a.k + j * a.kv_stride + kvh * D, D, k_packed.data() + j * D);
-  // V transposed in 8-key strips, so reads stay sequential and writes fill whole cache lines.
-  for (int64_t j0 = 0; j0 < n; j0 += 8) {
-    const int64_t j1 = std::min(n, j0 + 8);
-    for (int64_t d = 0; d < D; ++d)
-      for (int64_t j = j0; j < j1; ++j) v_transposed[d * n + j] = a.v[j * a.kv_stride + kvh * D + d];
-  }
-  linear(q_packed.data(), rows, WeightRef{k_packed.data(), DType::F32, n, D}, nullptr, scores.data(), single);
+  const PackedKv& kv = packed_kv(a, D, kvh, n, call);
+  linear(q_packed.data(), rows, WeightRef{kv.k.data(), DType::F32, n, D}, nullptr, scores.data(), single);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores.data() + r * n;
     const int64_t n_keys = a.causal ? a.q_pos0 + i0 + r + 1 : n;
     scaled_softmax(row, n_keys, a.scale, avx2);
     std::fill(row + n_keys, row + n, 0.f);  // the causal mask
   }
-  linear(scores.data(), rows, WeightRef{v_transposed.data(), DType::F32, D, n}, nullptr, out_block.data(), single);
+  linear(scores.data(), rows, WeightRef{kv.v_transposed.data(), DType::F32, D, n}, nullptr, out_block.data(),
+         single);
   for (int64_t r = 0; r < rows; ++r) std::copy_n(out_block.data() + r * D, D, a.out + (i0 + r) * a.out_stride + h * D);
 }
 
@@ -127,18 +150,22 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
 void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool) {
   check(a, s);
   const bool avx2 = active_kernel_path() != KernelPath::Scalar;
-  // Work items are (head, block of query rows); the blocking depends only on q_rows, so each output
-  // element is computed the same way whatever the thread count.
+  // Work items are (head, block of query rows), ordered kv head, block, query head of the group, so
+  // consecutive items of a thread share packed keys/values. The blocking depends only on q_rows, so
+  // each output element is computed the same way whatever the thread count.
   const int64_t block = a.q_rows >= kMinBlockRows ? std::min(a.q_rows, kQueryBlock) : 1;
   const int64_t blocks = (a.q_rows + block - 1) / block;
+  const int64_t group = s.q_heads / s.kv_heads;
+  const uint64_t call = ++g_attention_calls;
   pool.parallel_for(s.q_heads * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t h = item % s.q_heads, i0 = (item / s.q_heads) * block;
+      const int64_t kvh = item / (blocks * group), rest = item % (blocks * group);
+      const int64_t h = kvh * group + rest % group, i0 = (rest / group) * block;
       const int64_t i1 = std::min(a.q_rows, i0 + block);
       if (block == 1)
         attend_rows_in_place(a, s, h, i0, i1, avx2);
       else
-        attend_block_packed(a, s, h, i0, i1, avx2);
+        attend_block_packed(a, s, h, i0, i1, avx2, call);
     }
   });
 }
