@@ -59,10 +59,20 @@ void BM_DecodeAndPreprocessSplit(benchmark::State& state) {
   smolvlm::set_resize_threads(0);
 }
 
+// The same job through load_and_preprocess_idefics3: with 2 threads the longest-edge resize follows the
+// JPEG decoder down the image on the second thread (with 1 it is BM_DecodeAndPreprocessSplit/1).
+void BM_LoadAndPreprocessSplit(benchmark::State& state) {
+  smolvlm::set_resize_threads(static_cast<int>(state.range(0)));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(smolvlm::load_and_preprocess_idefics3(bench_image(), smolvlm_config(), true));
+  smolvlm::set_resize_threads(0);
+}
+
 BENCHMARK(BM_Decode)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_ResizeLanczos4000To2048)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_PreprocessSplit)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 BENCHMARK(BM_DecodeAndPreprocessSplit)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_LoadAndPreprocessSplit)->Arg(2)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 }  // namespace
 

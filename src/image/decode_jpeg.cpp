@@ -55,6 +55,7 @@ struct JpegJob {
   bool created = false;
   Decoded out;
   std::vector<uint8_t> row;
+  const JpegRowSink* sink = nullptr;
   ~JpegJob() {
     if (created) jpeg_destroy_decompress(&cinfo);
   }
@@ -110,29 +111,40 @@ bool run_decode(JpegJob* job, const uint8_t* data, size_t size, const std::strin
   job->row.resize(static_cast<size_t>(w * oc));
   // The output grows with the rows actually decoded; the room reserved up front (address space, not
   // memory, until rows are written) is bounded by the file size, so a truncated file costs little.
+  // With a row sink the buffer is allocated in full first, so that its address never changes.
   std::vector<uint8_t>& pixels = job->out.rgb.pixels;
   const uint64_t declared = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * 3;
-  reserve_pixels(pixels, static_cast<size_t>(std::min<uint64_t>(declared, std::max<uint64_t>(uint64_t{16} << 20, uint64_t{256} * size))));
+  if (job->sink) {
+    resize_pixels(pixels, static_cast<size_t>(declared));
+    job->sink->on_start(pixels.data(), w, h, job->out.orientation);
+  } else {
+    reserve_pixels(pixels, static_cast<size_t>(std::min<uint64_t>(declared, std::max<uint64_t>(uint64_t{16} << 20, uint64_t{256} * size))));
+  }
+  constexpr int64_t kRowsPerReport = 16;
   while (cinfo->output_scanline < cinfo->output_height && !job->err.hit_end_of_data) {
     const int64_t y = cinfo->output_scanline;
-    pixels.resize(static_cast<size_t>((y + 1) * w * 3));
+    if (!job->sink) pixels.resize(static_cast<size_t>((y + 1) * w * 3));
     uint8_t* dst = &pixels[static_cast<size_t>(y * w * 3)];
     JSAMPROW rows[1] = {oc == 3 ? dst : job->row.data()};  // RGB rows are decoded in place
     if (jpeg_read_scanlines(cinfo, rows, 1) != 1) {
-      pixels.resize(static_cast<size_t>(y * w * 3));
+      if (!job->sink) pixels.resize(static_cast<size_t>(y * w * 3));
       break;
     }
     if (oc != 3) convert_row(*job, w, oc, cmyk, dst);
+    if (job->sink && (y + 1) % kRowsPerReport == 0) job->sink->on_rows(y + 1);
   }
   if (cinfo->output_scanline < h) job->err.hit_end_of_data = true;
   if (!job->err.hit_end_of_data) jpeg_finish_decompress(cinfo);
+  if (job->sink && !job->err.hit_end_of_data) job->sink->on_rows(h);
   return true;
 }
 
 }  // namespace
 
-Decoded decode_jpeg(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits) {
+Decoded decode_jpeg(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits,
+                    const JpegRowSink* sink) {
   JpegJob job;
+  job.sink = sink;
   if (!run_decode(&job, data, size, name, limits)) {
     const std::string msg = job.err.message;
     if (msg.find("precision") != std::string::npos) throw unsupported(name + ": JPEG variant not supported: " + msg);

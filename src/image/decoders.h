@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "image/image.h"
 
@@ -19,11 +21,24 @@ struct Decoded {
 // Throws Error(BadInput) when width x height exceeds the limit or either side is not positive.
 void check_declared_size(int64_t width, int64_t height, const DecodeLimits& limits, const std::string& name);
 
-Decoded decode_jpeg(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits);
+// Rows of a JPEG as they are decoded, for work that overlaps decoding. on_start gets the buffer the
+// RGB rows go to (allocated in full, so it never moves), the size and the EXIF orientation, before the
+// first row; on_rows(n) says rows [0, n) are final (called every few rows and once at the end). A
+// decode that then fails still throws from decode_jpeg.
+struct JpegRowSink {
+  std::function<void(const uint8_t* pixels, int64_t width, int64_t height, int orientation)> on_start;
+  std::function<void(int64_t rows)> on_rows;
+};
+
+Decoded decode_jpeg(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits,
+                    const JpegRowSink* sink = nullptr);
 Decoded decode_png(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits);
 Decoded decode_webp(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits);
 Decoded decode_gif(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits);
 Decoded decode_bmp(const uint8_t* data, size_t size, const std::string& name, const DecodeLimits& limits);
+
+// The bytes of an image file. Throws Error(Io) when it cannot be read.
+std::vector<uint8_t> read_image_file(const std::filesystem::path& path);
 
 // Orientation (tag 0x0112) from a TIFF-structured EXIF block, with or without the "Exif\0\0"
 // prefix; 0 when the tag is absent or the block unreadable.

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "image/buffers.h"
+#include "image/decoders.h"
 
 namespace smolvlm {
 namespace {
@@ -133,6 +138,9 @@ void validate_config(const ImageProcessorConfig& cfg) {
       throw bad_input("preprocessor config: image_std must not be 0");
 }
 
+PreprocessedImage finish_preprocess(View current, bool quirk, const ImageProcessorConfig& cfg, bool split,
+                                    ResampleFilter filter, Idefics3Trace* trace);
+
 }  // namespace
 
 std::pair<int64_t, int64_t> idefics3_longest_edge_size(int64_t height, int64_t width, int64_t longest_edge) {
@@ -186,12 +194,11 @@ PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcesso
   validate_config(cfg);
   const ResampleFilter filter = resample_filter_from_pil(cfg.resample);
   const bool split = do_split.value_or(cfg.do_image_splitting);
-  const int64_t M = cfg.max_image_size;
 
-  // `current` views the image at each stage; `quirk_array`, `resized`, `encoder` and `global` own the
-  // intermediates (the decoded pixels are not copied when HF's layout is the usual one).
+  // `current` views the image at each stage; `quirk_array`, `resized` (and later `encoder`, `global`)
+  // own the intermediates (the decoded pixels are not copied when HF's layout is the usual one).
   bool quirk = false;
-  U8Image quirk_array, resized, encoder, global;
+  U8Image quirk_array, resized;
   View current{image.pixels.data(), image.width, image.height, 3};
   if (image.height == 1 || image.height == 3 || image.height == 4) {
     quirk_array = hf_input_array(image, quirk);
@@ -201,6 +208,17 @@ PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcesso
     const auto [h, w] = idefics3_longest_edge_size(current.h, current.w, cfg.longest_edge);
     if (hf_resize(current, h, w, filter, resized)) current = view_of(resized);
   }
+  return finish_preprocess(current, quirk, cfg, split, filter, trace);
+}
+
+namespace {
+
+// What follows the longest-edge resize: HF's split into tiles plus the global image (or the squashed
+// image alone), channels-first u8 tiles and normalized pixel_values.
+PreprocessedImage finish_preprocess(View current, bool quirk, const ImageProcessorConfig& cfg, bool split,
+                                    ResampleFilter filter, Idefics3Trace* trace) {
+  const int64_t M = cfg.max_image_size;
+  U8Image encoder, global;
   if (trace) {
     trace->channels_first_quirk = quirk;
     trace->resized = copy_of(current);
@@ -261,6 +279,93 @@ PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcesso
     for (size_t i = 0; i < plane; ++i) dst[i] = t[src[i]];
   }
   return out;
+}
+
+// Rows a decoder has finished, for a resize running on another thread.
+class RowGate {
+ public:
+  struct Abandoned {};
+  void publish(int64_t rows) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = rows;
+    }
+    cv_.notify_one();
+  }
+  void abandon() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandoned_ = true;
+    }
+    cv_.notify_one();
+  }
+  void wait(int64_t rows) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_ >= rows || abandoned_; });
+    if (ready_ < rows) throw Abandoned{};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t ready_ = 0;
+  bool abandoned_ = false;
+};
+
+}  // namespace
+
+PreprocessedImage load_and_preprocess_idefics3(const uint8_t* data, size_t size, const std::string& name,
+                                               const ImageProcessorConfig& cfg, std::optional<bool> do_split,
+                                               const DecodeLimits& limits) {
+  // Anything but a JPEG, or no second thread: the two steps one after the other.
+  if (!cfg.do_resize || resize_threads() < 2 || limits.max_pixels < 1 || sniff_image_format(data, size) != "jpeg")
+    return preprocess_idefics3(load_image_from_memory(data, size, name, limits), cfg, do_split);
+  validate_config(cfg);
+  const ResampleFilter filter = resample_filter_from_pil(cfg.resample);
+  const bool split = do_split.value_or(cfg.do_image_splitting);
+
+  // The longest-edge resize starts on a second thread as soon as the size is known and follows the
+  // decoder down the image, unless the image needs EXIF rotation first or is HF's channels-first case.
+  RowGate gate;
+  std::thread worker;
+  U8Image resized;
+  std::exception_ptr worker_error;
+  bool overlapped = false;
+  image_detail::JpegRowSink sink;
+  sink.on_start = [&](const uint8_t* pixels, int64_t w, int64_t h, int orientation) {
+    if ((orientation >= 2 && orientation <= 8) || h == 1 || h == 3 || h == 4) return;
+    const auto [th, tw] = idefics3_longest_edge_size(h, w, cfg.longest_edge);
+    if (th == h && tw == w) return;
+    overlapped = true;
+    worker = std::thread([&, pixels, w, h, th = th, tw = tw] {
+      try {
+        resized = resize_u8_streaming(pixels, w, h, 3, tw, th, filter, [&](int64_t rows) { gate.wait(rows); });
+      } catch (...) {
+        worker_error = std::current_exception();
+      }
+    });
+  };
+  sink.on_rows = [&](int64_t rows) { gate.publish(rows); };
+  image_detail::Decoded decoded;
+  try {
+    decoded = image_detail::decode_jpeg(data, size, name, limits, &sink);
+  } catch (...) {
+    gate.abandon();
+    if (worker.joinable()) worker.join();
+    throw;
+  }
+  if (worker.joinable()) worker.join();
+  if (!overlapped)
+    return preprocess_idefics3(image_detail::apply_orientation(std::move(decoded.rgb), decoded.orientation), cfg,
+                               do_split);
+  if (worker_error) std::rethrow_exception(worker_error);
+  return finish_preprocess(view_of(resized), false, cfg, split, filter, nullptr);
+}
+
+PreprocessedImage load_and_preprocess_idefics3(const std::filesystem::path& path, const ImageProcessorConfig& cfg,
+                                               std::optional<bool> do_split, const DecodeLimits& limits) {
+  const std::vector<uint8_t> bytes = image_detail::read_image_file(path);
+  return load_and_preprocess_idefics3(bytes.data(), bytes.size(), path.string(), cfg, do_split, limits);
 }
 
 }  // namespace smolvlm

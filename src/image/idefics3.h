@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,17 @@ struct Idefics3Trace {
 // image or a config whose sizes cannot work.
 PreprocessedImage preprocess_idefics3(const RgbImage& image, const ImageProcessorConfig& config,
                                       std::optional<bool> do_split = std::nullopt, Idefics3Trace* trace = nullptr);
+
+// preprocess_idefics3(load_image(...)), the same result; for a JPEG the longest-edge resize runs on a
+// second thread while the image is still being decoded (when resize_threads() >= 2, the image needs no
+// EXIF rotation and HF reads it channels-last). Errors as load_image and preprocess_idefics3.
+PreprocessedImage load_and_preprocess_idefics3(const std::filesystem::path& path, const ImageProcessorConfig& config,
+                                               std::optional<bool> do_split = std::nullopt,
+                                               const DecodeLimits& limits = {});
+PreprocessedImage load_and_preprocess_idefics3(const uint8_t* data, size_t size, const std::string& name,
+                                               const ImageProcessorConfig& config,
+                                               std::optional<bool> do_split = std::nullopt,
+                                               const DecodeLimits& limits = {});
 
 // HF's size rules (exposed for tests). Sizes are (height, width).
 std::pair<int64_t, int64_t> idefics3_longest_edge_size(int64_t height, int64_t width, int64_t longest_edge);

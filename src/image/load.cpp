@@ -140,7 +140,7 @@ RgbImage load_image_from_memory(const uint8_t* data, size_t size, const std::str
   return apply_orientation(std::move(d.rgb), d.orientation);
 }
 
-RgbImage load_image(const std::filesystem::path& path, const DecodeLimits& limits) {
+std::vector<uint8_t> image_detail::read_image_file(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw io_error(path.string() + ": cannot open image file");
   std::error_code ec;
@@ -155,6 +155,11 @@ RgbImage load_image(const std::filesystem::path& path, const DecodeLimits& limit
   if (f.good() && f.peek() != std::char_traits<char>::eof())
     bytes.insert(bytes.end(), std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   if (f.bad()) throw io_error(path.string() + ": read error");
+  return bytes;
+}
+
+RgbImage load_image(const std::filesystem::path& path, const DecodeLimits& limits) {
+  const std::vector<uint8_t> bytes = image_detail::read_image_file(path);
   return load_image_from_memory(bytes.data(), bytes.size(), path.string(), limits);
 }
 

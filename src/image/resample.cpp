@@ -400,4 +400,18 @@ U8Image resize_u8(const uint8_t* pixels, int64_t in_w, int64_t in_h, int ch, int
   return out;
 }
 
+U8Image resize_u8_streaming(const uint8_t* pixels, int64_t in_w, int64_t in_h, int ch, int64_t out_w, int64_t out_h,
+                            ResampleFilter filter, const std::function<void(int64_t)>& wait) {
+  if (in_w < 1 || in_h < 1 || ch < 1 || out_w < 1 || out_h < 1 || out_w > (1 << 24) || out_h > (1 << 24) ||
+      (out_w == in_w && out_h == in_h) || filter == ResampleFilter::Nearest) {
+    if (in_h > 0) wait(in_h);
+    return resize_u8(pixels, in_w, in_h, ch, out_w, out_h, filter);
+  }
+  const Resizer resizer(in_w, in_h, ch, out_w, out_h, filter);
+  U8Image out{out_w, out_h, ch, {}};
+  image_detail::resize_pixels(out.pixels, static_cast<size_t>(out_w * out_h * ch));
+  resizer.run(pixels, 0, out_h, out.pixels.data(), &wait);
+  return out;
+}
+
 }  // namespace smolvlm

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace smolvlm {
@@ -30,6 +31,12 @@ U8Image resize_u8(const U8Image& in, int64_t out_width, int64_t out_height, Resa
 // The same for pixels held elsewhere ([height, width, channels] row-major; not copied).
 U8Image resize_u8(const uint8_t* pixels, int64_t width, int64_t height, int channels, int64_t out_width,
                   int64_t out_height, ResampleFilter filter);
+
+// resize_u8 of an image whose rows are still arriving (a decoder filling `pixels` top to bottom, the
+// whole buffer allocated): `wait(n)` is called before input rows [0, n) are read and returns once they
+// are in place (it may throw to abandon the resize). Runs on the calling thread only; same bytes.
+U8Image resize_u8_streaming(const uint8_t* pixels, int64_t width, int64_t height, int channels, int64_t out_width,
+                            int64_t out_height, ResampleFilter filter, const std::function<void(int64_t)>& wait);
 
 // Threads one resize may use: its rows are split between them (the bytes never depend on the split).
 // The default is the machine's hardware threads, at most 4; n <= 0 restores the default.

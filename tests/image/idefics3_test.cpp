@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "image/idefics3.h"
 #include "image_fixtures.h"
@@ -100,6 +101,42 @@ TEST(Idefics3, ModelGoldensPixelValues) {
     EXPECT_EQ(static_cast<int64_t>(all.size()), shape[1].get<int64_t>() * 3 * shape[3].get<int64_t>() * shape[4].get<int64_t>());
     EXPECT_EQ(test::sha_of(all), c["pixel_values_sha256"].get<std::string>());
   }
+}
+
+// load_and_preprocess_idefics3 (the longest-edge resize following the JPEG decoder on a second thread)
+// against the reference hashes, with and without the second thread; rotated, channels-first and
+// non-JPEG inputs take the plain path, truncated files fail as load_image does.
+TEST(Idefics3, LoadAndPreprocessMatchesTheGoldens) {
+  const auto goldens = test::read_json(test::image_data() / "goldens_pre.json");
+  for (int threads : {2, 1}) {
+    set_resize_threads(threads);
+    for (const char* file : {"gen_4000x3000_bench.jpg", "gen_2500x1100.jpg", "gen_512x1537.jpg", "ljt_testorig.jpg",
+                             "gen_gray_progressive.jpg", "gen_cmyk_adobe.jpg", "pillow_hopper_orientation_6.jpg",
+                             "gen_2000x3.jpg", "gen_1x1.jpg", "pillow_hopper.png"}) {
+      for (const char* setting : {"split", "nosplit"}) {
+        SCOPED_TRACE(std::string(file) + " " + setting + " threads " + std::to_string(threads));
+        const auto& e = goldens.at(file)[setting];
+        const PreprocessedImage p = load_and_preprocess_idefics3(test::image_data() / "odd" / file, smolvlm_config(),
+                                                                 std::string(setting) == "split");
+        EXPECT_EQ(p.rows, e["rows"].get<int64_t>());
+        EXPECT_EQ(p.cols, e["cols"].get<int64_t>());
+        EXPECT_EQ(test::sha_of(p.tiles_u8), e["tiles_sha256"].get<std::string>());
+        EXPECT_EQ(test::sha_of(p.pixel_values), e["pixel_values_sha256"].get<std::string>());
+      }
+    }
+  }
+  set_resize_threads(2);
+  std::ifstream f(test::image_data() / "odd" / "gen_2500x1100.jpg", std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (size_t cut : {bytes.size() / 2, bytes.size() - 2, size_t{700}}) {
+    try {
+      load_and_preprocess_idefics3(bytes.data(), cut, "cut.jpg", smolvlm_config());
+      ADD_FAILURE() << "a truncated JPEG was accepted (cut " << cut << ")";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.kind(), ErrorKind::BadInput) << err.what();
+    }
+  }
+  set_resize_threads(0);
 }
 
 TEST(Idefics3, SizeRules) {
