@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "image/buffers.h"
 #include "image/decoders.h"
+#include "image/resample_rows.h"
+#include "kernels/cpu.h"
 
 namespace smolvlm {
 namespace {
@@ -74,9 +76,12 @@ void region_to_rgb_chw(const uint8_t* p, int64_t stride, int64_t w, int64_t h, i
   uint8_t* r_plane = out;
   uint8_t* g_plane = out + n;
   uint8_t* b_plane = out + 2 * n;
+  const bool avx2 = active_kernel_path() != KernelPath::Scalar;
   for (int64_t y = 0; y < h; ++y, p += stride) {
     const int64_t o = y * w;
-    if (ch == 3) {
+    if (ch == 3 && avx2) {
+      resample_detail::rgb_to_planes_avx2(p, w, r_plane + o, g_plane + o, b_plane + o);
+    } else if (ch == 3) {
       for (int64_t x = 0; x < w; ++x) {
         r_plane[o + x] = p[3 * x];
         g_plane[o + x] = p[3 * x + 1];

@@ -113,4 +113,34 @@ void convolve_rows_avx2(const uint8_t* in, int64_t row_bytes, const int32_t* fir
   }
 }
 
+void rgb_to_planes_avx2(const uint8_t* rgb, int64_t n, uint8_t* r, uint8_t* g, uint8_t* b) {
+  // 16 pixels = 48 bytes in three vectors; each plane gathers its bytes from all three.
+  const __m128i ra = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i rb = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
+  const __m128i rc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
+  const __m128i ga = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i gb = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
+  const __m128i gc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
+  const __m128i ba = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i bb = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
+  const __m128i bc = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * i));
+    const __m128i bv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * i + 32));
+    const auto plane = [&](__m128i ma, __m128i mb, __m128i mc) {
+      return _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, ma), _mm_shuffle_epi8(bv, mb)), _mm_shuffle_epi8(c, mc));
+    };
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(r + i), plane(ra, rb, rc));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(g + i), plane(ga, gb, gc));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b + i), plane(ba, bb, bc));
+  }
+  for (; i < n; ++i) {
+    r[i] = rgb[3 * i];
+    g[i] = rgb[3 * i + 1];
+    b[i] = rgb[3 * i + 2];
+  }
+}
+
 }  // namespace smolvlm::resample_detail

@@ -64,4 +64,8 @@ struct HorizontalAvx2 {
 void horizontal_rows_avx2(const HorizontalAvx2& h, const uint8_t* in, int64_t in_row_bytes, int64_t rows,
                           uint8_t* out);
 
+// Splits n RGB pixels into three planes (SSSE3 byte shuffles in the AVX2 build); call only when the CPU
+// has AVX2.
+void rgb_to_planes_avx2(const uint8_t* rgb, int64_t n, uint8_t* r, uint8_t* g, uint8_t* b);
+
 }  // namespace smolvlm::resample_detail

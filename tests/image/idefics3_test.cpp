@@ -7,6 +7,7 @@
 #include "image/idefics3.h"
 #include "image_fixtures.h"
 #include "io/config.h"
+#include "kernels/cpu.h"
 
 namespace smolvlm {
 namespace {
@@ -137,6 +138,24 @@ TEST(Idefics3, LoadAndPreprocessMatchesTheGoldens) {
     }
   }
   set_resize_threads(0);
+}
+
+// The vector kernels (resampling, RGB to planes) give the scalar path's tensors on every path.
+TEST(Idefics3, EveryKernelPathGivesTheSameTensors) {
+  for (const char* file : {"gen_2500x1100.jpg", "gen_513x513.png", "pillow_hopper.png", "gen_rgba_gradient_alpha.png",
+                           "gen_2000x3.jpg"}) {
+    SCOPED_TRACE(file);
+    const RgbImage img = load_image(test::image_data() / "odd" / file);
+    set_kernel_path(KernelPath::Scalar);
+    const PreprocessedImage want = preprocess_idefics3(img, smolvlm_config(), true);
+    for (KernelPath path : supported_kernel_paths()) {
+      set_kernel_path(path);
+      const PreprocessedImage got = preprocess_idefics3(img, smolvlm_config(), true);
+      EXPECT_EQ(got.tiles_u8, want.tiles_u8) << kernel_path_name(path);
+      EXPECT_EQ(got.pixel_values, want.pixel_values) << kernel_path_name(path);
+    }
+    reset_kernel_path();
+  }
 }
 
 TEST(Idefics3, SizeRules) {
