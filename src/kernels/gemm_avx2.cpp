@@ -64,24 +64,7 @@ inline void micro_6x16(const float* a, const float* b, int64_t kc, float* c, int
   }
 }
 
-void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
-  pack_b_panels<kNr>(w, n0, panels, k0, kc, dst);
-}
-
-void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
-  pack_a_tile<kMr>(x, ldx, rows, kc, dst);
-}
-
-void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
-           int64_t ldy, bool accumulate, const float* bias) {
-  macro_kernel<kMr, kNr>(micro_6x16, packed_a, mc, packed_b, n_valid, kc, y, ldy, accumulate, bias);
-}
-
-void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  gemv_small_m(x, M, w, bias, y, n0, n1);
-}
-
-const GemmKernels kKernels{"avx2", kMr, kNr, kKc, kGemvMaxM, pack_b, pack_a, macro, gemv};
+const GemmKernels kKernels = KernelSet<kMr, kNr, kKc, micro_6x16>::table("avx2");
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_kernels.h"
 #include "kernels/vec_math_avx2.h"
 
 namespace smolvlm::gemm {
@@ -232,6 +233,24 @@ void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* p
                    bias_p);
   }
 }
+
+// The GemmKernels table of one ISA, around its MR x NR micro kernel.
+template <int MR, int NR, int KC, auto Micro>
+struct KernelSet {
+  static void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+    pack_b_panels<NR>(w, n0, panels, k0, kc, dst);
+  }
+  static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+    pack_a_tile<MR>(x, ldx, rows, kc, dst);
+  }
+  static void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
+                    int64_t ldy, bool accumulate, const float* bias) {
+    macro_kernel<MR, NR>(Micro, packed_a, mc, packed_b, n_valid, kc, y, ldy, accumulate, bias);
+  }
+  static GemmKernels table(const char* name) {
+    return GemmKernels{name, MR, NR, KC, kGemvMaxM, pack_b, pack_a, macro, gemv_small_m};
+  }
+};
 
 }  // namespace
 }  // namespace smolvlm::gemm
