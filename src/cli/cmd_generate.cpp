@@ -1,68 +1,30 @@
 // `smolvlm generate`: continue a text prompt (or answer it as one chat message with --chat) with a
 // Llama-family model, or with the text path of a SmolVLM model. The text streams to stdout.
-#include <chrono>
-#include <cstdio>
-#include <iostream>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
-#include "hub/model_ref.h"
-#include "runtime/pipeline.h"
+#include "cli/generation_flags.h"
 
 namespace smolvlm::cli {
 namespace {
 
-struct GenerateFlags {
-  std::string model, prompt, dump;
-  int64_t max_new_tokens = 256, ctx = 0, top_k = 0;
-  int threads = 0;
-  bool chat = false, json = false, verbose = false;
-  float temperature = 0.f, top_p = 1.f, min_p = 0.f, repetition_penalty = 1.f;
-  uint64_t seed = 0;
+struct GenerateFlags : GenerationFlags {
+  std::string prompt;
+  bool chat = false;
 };
 
 const Command kGenerate{"generate", "Generate text from a prompt with a Llama-family model (or SmolVLM's text path)",
                         [](CLI::App& sub) {
   auto f = std::make_shared<GenerateFlags>();
-  sub.add_option("--model", f->model, std::string("model folder or hub id (default ") + kDefaultModelId + ")");
   sub.add_option("--prompt", f->prompt, "the prompt text")->required();
   sub.add_flag("--chat", f->chat, "apply the model's chat template to the prompt as one user message");
-  sub.add_option("--max-new-tokens", f->max_new_tokens, "stop after this many new tokens")->capture_default_str();
-  sub.add_option("--ctx", f->ctx, "KV cache capacity in tokens (default: prompt + max-new-tokens)");
-  sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
-  sub.add_option("--temperature", f->temperature, "sample with this temperature (0: greedy)")->capture_default_str();
-  sub.add_option("--top-k", f->top_k, "sample among the k most likely tokens (0: off)");
-  sub.add_option("--top-p", f->top_p, "nucleus sampling mass (1: off)");
-  sub.add_option("--min-p", f->min_p, "drop tokens below min-p times the top probability (0: off)");
-  sub.add_option("--repetition-penalty", f->repetition_penalty, "HF repetition penalty (1: off)");
-  sub.add_option("--seed", f->seed, "random seed for sampling");
-  sub.add_flag("--json", f->json, "print {\"text\",\"token_ids\",\"prompt_tokens\",\"timings\"} instead of streaming");
-  sub.add_option("--dump", f->dump, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder");
-  sub.add_flag("--verbose", f->verbose, "print stage timings, tokens/s and the kernel path to stderr");
+  add_generation_flags(sub, *f, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder");
   return [f]() {
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto dir = resolve_model_dir(f->model);
-    auto model = Model::load(dir);
-    auto assets = TextAssets::load(dir);
-    const double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int threads = f->threads > 0 ? f->threads : default_thread_count();
-    ThreadPool pool(threads);
-    RequestOptions o;
-    o.generation.max_new_tokens = f->max_new_tokens;
-    o.generation.sampling = {f->temperature, f->top_k, f->top_p, f->min_p, f->repetition_penalty, f->seed};
-    o.context = f->ctx;
-    o.dump_dir = f->dump;
-    TextSink sink;
-    if (!f->json) sink = [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); };
-    RequestResult r = run_text_request(*model, *assets, f->prompt, f->chat, o, pool, sink);
-    r.timings.load = load;
-    if (f->json)
-      std::cout << result_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else
-      std::cout << "\n";
-    if (f->verbose) std::cerr << timing_report(r, threads) << "\n";
-    return 0;
+    return run_generation(*f, [&](const Model& model, const TextAssets& assets, const RequestOptions& o,
+                                  ThreadPool& pool, const TextSink& sink) {
+      return run_text_request(model, assets, f->prompt, f->chat, o, pool, sink);
+    });
   };
 }};
 
