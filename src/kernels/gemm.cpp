@@ -165,11 +165,46 @@ void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, co
   });
 }
 
+// The ISA kernels of the active path; null on the scalar path.
+const gemm::GemmKernels* simd_kernels() {
+  switch (active_kernel_path()) {
+    case KernelPath::Avx512: return &gemm::gemm_kernels_avx512();
+    case KernelPath::Avx2: return &gemm::gemm_kernels_avx2();
+    case KernelPath::Scalar: break;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   check_arguments(x, M, w, y);
   linear_rows(x, M, w, bias, y, 0, w.rows);
+}
+
+void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
+  const gemm::GemmKernels* kern = simd_kernels();
+  int64_t total = 0;
+  for (const LinearOutput& o : outputs) {
+    check_arguments(x, M, o.w, o.y);
+    if (o.w.cols != outputs[0].w.cols)
+      throw bad_input("linear_shared_input: weights read inputs of different widths (" +
+                      std::to_string(o.w.cols) + " and " + std::to_string(outputs[0].w.cols) + ")");
+    total += o.w.rows;
+  }
+  if (!kern || M == 0 || M > kern->gemv_max_m || outputs.empty() || outputs[0].w.cols == 0 || kernel_fault_injection()) {
+    for (const LinearOutput& o : outputs) linear(x, M, o.w, o.bias, o.y, pool);
+    return;
+  }
+  // Rows [0, total) run over the outputs' rows one after the other.
+  pool.parallel_for(total, 32, [&](int64_t r0, int64_t r1) {
+    int64_t base = 0;
+    for (const LinearOutput& o : outputs) {
+      const int64_t b = std::max(r0, base) - base, e = std::min(r1, base + o.w.rows) - base;
+      if (b < e) kern->gemv(x, M, o.w, o.bias, o.y, b, e);
+      base += o.w.rows;
+    }
+  });
 }
 
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool) {
@@ -181,18 +216,10 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  switch (active_kernel_path()) {
-    case KernelPath::Avx512:
-      linear_blocked(gemm::gemm_kernels_avx512(), x, M, w, bias, y, pool);
-      break;
-    case KernelPath::Avx2:
-      linear_blocked(gemm::gemm_kernels_avx2(), x, M, w, bias, y, pool);
-      break;
-    case KernelPath::Scalar:
-      // Each y element is one thread's K-order sum, whatever the partition.
-      pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
-      break;
-  }
+  if (const gemm::GemmKernels* kern = simd_kernels())
+    linear_blocked(*kern, x, M, w, bias, y, pool);
+  else  // each y element is one thread's K-order sum, whatever the partition
+    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
   if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
 }
 

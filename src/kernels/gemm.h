@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/dtype.h"
 #include "kernels/thread_pool.h"
@@ -22,6 +23,17 @@ struct WeightRef {
 // y[M, N] = x[M, K] · wᵀ (+ bias[N] when non-null). x and y are fp32 row-major with leading
 // dimensions K and N. Uses the active kernel path (kernels/cpu.h).
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool);
+
+// One output of linear_shared_input: y = x · wᵀ (+ bias when non-null).
+struct LinearOutput {
+  WeightRef w;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+
+// linear() for several weights that read the same x (q/k/v, gate/up). For a few rows (decode) all
+// outputs are computed in one parallel dispatch; every element is computed as linear() would.
+void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool);
 
 // The portable reference (plain loops, double-free fp32 accumulation in K order) the fast paths are
 // tested against.

@@ -118,9 +118,10 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   // New keys/values go straight into their cache rows.
   float* k_rows = kv.k + (layer_index * kv.capacity + pos0) * kvd;
   float* v_rows = kv.v + (layer_index * kv.capacity + pos0) * kvd;
-  linear(s.normed.data(), rows, l.q, bias_or_null(l.q_b), s.q.data(), pool);
-  linear(s.normed.data(), rows, l.k, bias_or_null(l.k_b), k_rows, pool);
-  linear(s.normed.data(), rows, l.v, bias_or_null(l.v_b), v_rows, pool);
+  const LinearOutput qkv[] = {{l.q, bias_or_null(l.q_b), s.q.data()},
+                              {l.k, bias_or_null(l.k_b), k_rows},
+                              {l.v, bias_or_null(l.v_b), v_rows}};
+  linear_shared_input(s.normed.data(), rows, qkv, pool);
   rope_rotate_half(s.q.data(), rows, qd, qh, D, s.positions.data(), inv_freq_.data());
   rope_rotate_half(k_rows, rows, kvd, kvh, D, s.positions.data(), inv_freq_.data());
 
@@ -145,8 +146,9 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
 void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const {
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
   rms_norm(x, rows, H, l.post_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data(), pool);
-  linear(s.normed.data(), rows, l.gate, bias_or_null(l.gate_b), s.gate.data(), pool);
-  linear(s.normed.data(), rows, l.up, bias_or_null(l.up_b), s.up.data(), pool);
+  const LinearOutput gate_up[] = {{l.gate, bias_or_null(l.gate_b), s.gate.data()},
+                                  {l.up, bias_or_null(l.up_b), s.up.data()}};
+  linear_shared_input(s.normed.data(), rows, gate_up, pool);
   silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
   linear(s.gate.data(), rows, l.down, bias_or_null(l.down_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);

@@ -110,9 +110,9 @@ void SiglipVision::encode_tile(const float* pixels, float* h, Scratch& s, Thread
 void SiglipVision::run_layer(const Layer& l, float* h, Scratch& s, ThreadPool& pool) const {
   const int64_t P = num_patches(), H = hidden_, D = hidden_ / heads_;
   layer_norm(h, P, H, l.ln1_w.data(), l.ln1_b.data(), eps_, s.normed.data(), pool);
-  linear(s.normed.data(), P, l.q, l.q_b.data(), s.q.data(), pool);
-  linear(s.normed.data(), P, l.k, l.k_b.data(), s.k.data(), pool);
-  linear(s.normed.data(), P, l.v, l.v_b.data(), s.v.data(), pool);
+  const LinearOutput qkv[] = {{l.q, l.q_b.data(), s.q.data()}, {l.k, l.k_b.data(), s.k.data()},
+                              {l.v, l.v_b.data(), s.v.data()}};
+  linear_shared_input(s.normed.data(), P, qkv, pool);
   AttentionArgs a;
   a.q = s.q.data();
   a.q_rows = P;

@@ -184,6 +184,39 @@ TEST_P(LinearPathTest, EmptyKGivesBias) {
   for (float v : y) EXPECT_EQ(v, 0.f);
 }
 
+TEST_P(LinearPathTest, SharedInputGivesTheBitsOfSeparateCalls) {
+  // q/k/v and gate/up shapes (different N, one K), for decode (M=1), a few rows and a prefill block.
+  std::mt19937 rng(77);
+  for (int64_t M : {1, 3, 4, 5, 40})
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
+      ThreadPool pool(threads);
+      const int64_t K = 96;
+      TestWeight q = make_weight(DType::BF16, 96, K, rng), k = make_weight(DType::BF16, 32, K, rng),
+                 v = make_weight(DType::F32, 33, K, rng);
+      const std::vector<float> x = random_vector(size_t(M * K), rng), bias = random_vector(96, rng);
+      std::vector<float> yq(size_t(M * 96)), yk(size_t(M * 32)), yv(size_t(M * 33));
+      const LinearOutput outs[] = {{q.ref, bias.data(), yq.data()}, {k.ref, nullptr, yk.data()},
+                                   {v.ref, bias.data(), yv.data()}};
+      linear_shared_input(x.data(), M, outs, pool);
+      std::vector<float> eq(yq.size()), ek(yk.size()), ev(yv.size());
+      linear(x.data(), M, q.ref, bias.data(), eq.data(), pool);
+      linear(x.data(), M, k.ref, nullptr, ek.data(), pool);
+      linear(x.data(), M, v.ref, bias.data(), ev.data(), pool);
+      EXPECT_TRUE(bitwise_equal(yq, eq));
+      EXPECT_TRUE(bitwise_equal(yk, ek));
+      EXPECT_TRUE(bitwise_equal(yv, ev));
+    }
+}
+
+TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
+  ThreadPool pool(1);
+  const float x[8] = {}, w[16] = {};
+  float y1[2], y2[2];
+  const LinearOutput outs[] = {{WeightRef{w, DType::F32, 2, 4}, nullptr, y1}, {WeightRef{w, DType::F32, 2, 3}, nullptr, y2}};
+  EXPECT_THROW(linear_shared_input(x, 1, outs, pool), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, LinearPathTest,
                          ::testing::Values(KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512),
                          [](const ::testing::TestParamInfo<KernelPath>& info) {
