@@ -112,7 +112,7 @@ bool run_decode(JpegJob* job, const uint8_t* data, size_t size, const std::strin
   // The output grows with the rows actually decoded; the room reserved up front (address space, not
   // memory, until rows are written) is bounded by the file size, so a truncated file costs little.
   // With a row sink the buffer is allocated in full first, so that its address never changes.
-  std::vector<uint8_t>& pixels = job->out.rgb.pixels;
+  std::vector<uint8_t>& pixels = job->sink ? *job->sink->pixels : job->out.rgb.pixels;
   const uint64_t declared = static_cast<uint64_t>(w) * static_cast<uint64_t>(h) * 3;
   if (job->sink) {
     resize_pixels(pixels, static_cast<size_t>(declared));

@@ -21,11 +21,13 @@ struct Decoded {
 // Throws Error(BadInput) when width x height exceeds the limit or either side is not positive.
 void check_declared_size(int64_t width, int64_t height, const DecodeLimits& limits, const std::string& name);
 
-// Rows of a JPEG as they are decoded, for work that overlaps decoding. on_start gets the buffer the
-// RGB rows go to (allocated in full, so it never moves), the size and the EXIF orientation, before the
-// first row; on_rows(n) says rows [0, n) are final (called every few rows and once at the end). A
-// decode that then fails still throws from decode_jpeg.
+// Rows of a JPEG as they are decoded, for work that overlaps decoding. The RGB rows go to `pixels`
+// (owned by the caller, so that it outlives whatever reads it even when decoding fails; resized in full
+// before the first row, so it never moves; Decoded::rgb.pixels then stays empty). on_start gets the
+// size and the EXIF orientation before the first row; on_rows(n) says rows [0, n) are final (called
+// every few rows and once at the end). A decode that then fails still throws from decode_jpeg.
 struct JpegRowSink {
+  std::vector<uint8_t>* pixels = nullptr;
   std::function<void(const uint8_t* pixels, int64_t width, int64_t height, int orientation)> on_start;
   std::function<void(int64_t rows)> on_rows;
 };

@@ -332,19 +332,21 @@ PreprocessedImage load_and_preprocess_idefics3(const uint8_t* data, size_t size,
   // The longest-edge resize starts on a second thread as soon as the size is known and follows the
   // decoder down the image, unless the image needs EXIF rotation first or is HF's channels-first case.
   RowGate gate;
+  std::vector<uint8_t> pixels;  // the decoded image; outlives the worker on every path
   std::thread worker;
   U8Image resized;
   std::exception_ptr worker_error;
   bool overlapped = false;
   image_detail::JpegRowSink sink;
-  sink.on_start = [&](const uint8_t* pixels, int64_t w, int64_t h, int orientation) {
+  sink.pixels = &pixels;
+  sink.on_start = [&](const uint8_t* base, int64_t w, int64_t h, int orientation) {
     if ((orientation >= 2 && orientation <= 8) || h == 1 || h == 3 || h == 4) return;
     const auto [th, tw] = idefics3_longest_edge_size(h, w, cfg.longest_edge);
     if (th == h && tw == w) return;
     overlapped = true;
-    worker = std::thread([&, pixels, w, h, th = th, tw = tw] {
+    worker = std::thread([&, base, w, h, th = th, tw = tw] {
       try {
-        resized = resize_u8_streaming(pixels, w, h, 3, tw, th, filter, [&](int64_t rows) { gate.wait(rows); });
+        resized = resize_u8_streaming(base, w, h, 3, tw, th, filter, [&](int64_t rows) { gate.wait(rows); });
       } catch (...) {
         worker_error = std::current_exception();
       }
@@ -360,6 +362,7 @@ PreprocessedImage load_and_preprocess_idefics3(const uint8_t* data, size_t size,
     throw;
   }
   if (worker.joinable()) worker.join();
+  decoded.rgb.pixels = std::move(pixels);
   if (!overlapped)
     return preprocess_idefics3(image_detail::apply_orientation(std::move(decoded.rgb), decoded.orientation), cfg,
                                do_split);

@@ -281,7 +281,7 @@ class HorizontalPass {
 class Resizer {
  public:
   Resizer(int64_t in_w, int64_t in_h, int ch, int64_t out_w, int64_t out_h, ResampleFilter filter)
-      : in_w_(in_w), in_h_(in_h), ch_(ch), out_w_(out_w), out_h_(out_h), avx2_(use_avx2()) {
+      : in_w_(in_w), in_h_(in_h), ch_(ch), out_w_(out_w), avx2_(use_avx2()) {
     const FilterDef def = filter_def(filter);
     need_h_ = out_w != in_w;
     need_v_ = out_h != in_h;
@@ -341,7 +341,7 @@ class Resizer {
  private:
   int64_t in_w_, in_h_;
   int ch_;
-  int64_t out_w_, out_h_;
+  int64_t out_w_;
   bool avx2_;
   bool need_h_ = false, need_v_ = false;
   AxisCoeffs horiz_, vert_;
