@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "image/idefics3.h"
 #include "image/image.h"
+#include "image/resample.h"
 #include "io/npy.h"
 #include "kernels/cpu.h"
 #include "runtime/session.h"
@@ -101,8 +102,9 @@ RequestResult run_image_request(const Model& model, const TextAssets& assets,
   std::vector<float> pixels;
   std::vector<ImageGrid> grids;
   int64_t tiles = 0;
+  set_resize_threads(pool.size());  // image work uses no more threads than the request was given
   for (const auto& path : images) {
-    PreprocessedImage p = preprocess_idefics3(load_image(path), *cfg.image_processor, split);
+    PreprocessedImage p = load_and_preprocess_idefics3(path, *cfg.image_processor, split);
     if (p.tile_size != vision.image_size())
       throw bad_input(path.string() + ": tiles of " + std::to_string(p.tile_size) + " pixels, but the vision tower takes " +
                       std::to_string(vision.image_size()) + " (preprocessor max_image_size vs vision_config.image_size)");
