@@ -133,7 +133,7 @@ inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, flo
   for (int64_t k = 0; k < K8; k += 8) {
     if (k % kLine == 0)
       for (int r = 0; r < R; ++r)
-        _mm_prefetch(base + ((n0 + R + r) * K + k) * weight_bytes<DT>(), _MM_HINT_T0);
+        _mm_prefetch(base + ((n0 + R + r) * K + k) * weight_bytes<DT>(), _MM_HINT_NTA);
     __m256 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = load8<DT>(w.data, (n0 + r) * K + k);
     for (int m = 0; m < MM; ++m) {
