@@ -20,7 +20,121 @@ static std::string optional_string(const json& j, const char* key, const std::st
   return it->get<std::string>();
 }
 
-BpeModel::BpeModel(const json& model, const std::string& where) {
+namespace {
+
+std::string vocab_entry_error(const std::string& where, const std::string& token) {
+  return where + ".vocab[\"" + token + "\"]: expected an integer id";
+}
+
+std::string merge_error(const std::string& where, size_t rank, const json& m) {
+  return where + ".merges[" + std::to_string(rank) + "]: expected \"a b\" or [\"a\", \"b\"], got " + m.dump();
+}
+
+// One merge, "a b" or ["a", "b"].
+std::pair<std::string, std::string> parse_merge(const json& m, size_t rank, const std::string& where) {
+  if (m.is_string()) {
+    const std::string& s = m.get_ref<const std::string&>();
+    size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\", got \"" + s + "\"");
+    return {s.substr(0, space), s.substr(space + 1)};
+  }
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
+    return {m[0].get<std::string>(), m[1].get<std::string>()};
+  throw bad_input(merge_error(where, rank, m));
+}
+
+// The tables from the model object itself (when the parse did not capture them).
+void read_tables(const json& model, BpeTables& t, const std::string& where) {
+  if (!t.has_vocab) {
+    const json& vocab = require(model, "vocab", where);
+    if (!vocab.is_object()) throw bad_input(where + ".vocab: expected an object {token: id}");
+    t.vocab.reserve(vocab.size());
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+      if (!it.value().is_number_integer()) throw bad_input(vocab_entry_error(where, it.key()));
+      t.vocab.emplace_back(it.key(), it.value().get<int64_t>());
+    }
+  }
+  if (!t.has_merges) {
+    const json& merges = require(model, "merges", where);
+    if (!merges.is_array()) throw bad_input(where + ".merges: expected an array");
+    t.merges.reserve(merges.size());
+    for (size_t rank = 0; rank < merges.size(); ++rank) t.merges.push_back(parse_merge(merges[rank], rank, where));
+  }
+}
+
+}  // namespace
+
+json::parser_callback_t bpe_tables_capture(BpeTables& tables, const std::string& where) {
+  // Depth d holds the members of the container opened at depth d - 1 (the root is depth 0).
+  struct State {
+    std::vector<bool> in_object{false};  // per depth: members belong to an object (else an array)
+    std::vector<std::string> key{""};    // per depth: the current member's key
+    std::string pending_token;           // the vocab key whose id comes next
+  };
+  auto st = std::make_shared<State>();
+  return [st, &tables, where](int depth, json::parse_event_t event, json& parsed) -> bool {
+    using E = json::parse_event_t;
+    State& s = *st;
+    const size_t d = static_cast<size_t>(depth);
+    auto member_of = [&](size_t depth_of_member, const char* k) {
+      return s.in_object.size() > depth_of_member && s.in_object[depth_of_member] && s.key[depth_of_member] == k;
+    };
+    // root.model.<k> is the container whose members sit at depth 3.
+    auto inside = [&](const char* k) { return d == 3 && member_of(1, "model") && member_of(2, k); };
+    if (event == E::object_start || event == E::array_start) {
+      const bool object = event == E::object_start;
+      if (inside("vocab") && s.in_object[3]) throw bad_input(vocab_entry_error(where, s.pending_token));
+      if (inside("merges") && !s.in_object[3] && object)
+        throw bad_input(where + ".merges[" + std::to_string(tables.merges.size()) + "]: expected \"a b\" or [\"a\", \"b\"], got an object");
+      if (d == 2 && member_of(1, "model") && s.in_object[2]) {  // root.model.vocab / .merges themselves
+        if (s.key[2] == "vocab" && object) {
+          tables.vocab.clear();
+          tables.has_vocab = true;
+        } else if (s.key[2] == "merges" && !object) {
+          tables.merges.clear();
+          tables.has_merges = true;
+        }
+      }
+      s.in_object.resize(d + 2);
+      s.key.resize(d + 2);
+      s.in_object[d + 1] = object;
+      s.key[d + 1].clear();
+      return true;
+    }
+    if (event == E::object_end || event == E::array_end) {
+      s.in_object.resize(d + 1);
+      s.key.resize(d + 1);
+      // A ["a", "b"] merge: taken out of the tree once complete.
+      if (event == E::array_end && inside("merges") && !s.in_object[3]) {
+        tables.merges.push_back(parse_merge(parsed, tables.merges.size(), where));
+        return false;
+      }
+      return true;
+    }
+    if (event == E::key) {
+      if (d < s.key.size()) s.key[d] = parsed.get<std::string>();
+      if (inside("vocab") && s.in_object[3] && tables.has_vocab) {
+        s.pending_token = s.key[3];
+        return false;  // no tree node for the entry
+      }
+      return true;
+    }
+    // E::value
+    if (inside("vocab") && s.in_object[3] && tables.has_vocab) {
+      if (!parsed.is_number_integer()) throw bad_input(vocab_entry_error(where, s.pending_token));
+      tables.vocab.emplace_back(std::move(s.pending_token), parsed.get<int64_t>());
+      return false;
+    }
+    if (inside("merges") && !s.in_object[3] && tables.has_merges) {
+      tables.merges.push_back(parse_merge(parsed, tables.merges.size(), where));
+      return false;
+    }
+    return true;
+  };
+}
+
+BpeModel::BpeModel(const json& model, BpeTables tables, const std::string& where) {
   std::string type = model.is_object() && model.contains("type") ? get_string(model, "type", where) : "BPE";
   if (type != "BPE")
     throw unsupported(where + ": model type \"" + type + "\" is not supported (only BPE)");
@@ -31,19 +145,16 @@ BpeModel::BpeModel(const json& model, const std::string& where) {
   fuse_unk_ = get_bool(model, "fuse_unk", false, where);
   byte_fallback_ = get_bool(model, "byte_fallback", false, where);
   ignore_merges_ = get_bool(model, "ignore_merges", false, where);
+  read_tables(model, tables, where);
 
-  const json& vocab = require(model, "vocab", where);
-  if (!vocab.is_object()) throw bad_input(where + ".vocab: expected an object {token: id}");
   int64_t max_id = -1;
-  vocab_.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer()) throw bad_input(where + ".vocab[\"" + it.key() + "\"]: expected an integer id");
-    int64_t id = it.value().get<int64_t>();
-    // Real vocabularies are dense; a bound on the holes keeps a hostile file from allocating gigabytes.
-    int64_t limit = static_cast<int64_t>(vocab.size()) + 65536;
+  vocab_.reserve(tables.vocab.size());
+  // Real vocabularies are dense; a bound on the holes keeps a hostile file from allocating gigabytes.
+  const int64_t limit = static_cast<int64_t>(tables.vocab.size()) + 65536;
+  for (auto& [token, id] : tables.vocab) {
     if (id < 0 || id >= limit)
-      throw bad_input(where + ".vocab[\"" + it.key() + "\"]: id " + std::to_string(id) + " out of range [0, " + std::to_string(limit) + ")");
-    vocab_[it.key()] = static_cast<int32_t>(id);
+      throw bad_input(where + ".vocab[\"" + token + "\"]: id " + std::to_string(id) + " out of range [0, " + std::to_string(limit) + ")");
+    vocab_[token] = static_cast<int32_t>(id);  // a repeated key: the last one wins, as in the JSON tree
     max_id = std::max(max_id, id);
   }
   id_to_token_.assign(static_cast<size_t>(max_id + 1), {});
@@ -66,26 +177,10 @@ BpeModel::BpeModel(const json& model, const std::string& where) {
     byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
   }
 
-  const json& merges = require(model, "merges", where);
-  if (!merges.is_array()) throw bad_input(where + ".merges: expected an array");
-  merges_.reserve(merges.size());
-  size_t prefix_len = continuing_subword_prefix_.size();
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const json& m = merges[rank];
-    std::string a, b;
-    if (m.is_string()) {
-      const std::string& s = m.get_ref<const std::string&>();
-      size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\", got \"" + s + "\"");
-      a = s.substr(0, space);
-      b = s.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get<std::string>();
-      b = m[1].get<std::string>();
-    } else {
-      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\" or [\"a\", \"b\"], got " + m.dump());
-    }
+  merges_.reserve(tables.merges.size());
+  const size_t prefix_len = continuing_subword_prefix_.size();
+  for (size_t rank = 0; rank < tables.merges.size(); ++rank) {
+    const auto& [a, b] = tables.merges[rank];
     auto ia = vocab_.find(a), ib = vocab_.find(b);
     if (ia == vocab_.end() || ib == vocab_.end())
       throw bad_input(where + ".merges[" + std::to_string(rank) + "]: token \"" + (ia == vocab_.end() ? a : b) + "\" is not in the vocabulary");

@@ -21,9 +21,22 @@ struct StringHash {
 };
 using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
+// model.vocab and model.merges of tokenizer.json in file order: most of the file, so they can be read
+// while it is parsed instead of through the JSON tree (bpe_tables_capture).
+struct BpeTables {
+  std::vector<std::pair<std::string, int64_t>> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+  bool has_vocab = false, has_merges = false;  // false: read them from the model object
+};
+
+// A json::parse callback that moves root.model.vocab (an object) and root.model.merges (an array)
+// into `tables` as they are parsed; the parsed tree keeps them empty. Errors name `where` (the model).
+nlohmann::json::parser_callback_t bpe_tables_capture(BpeTables& tables, const std::string& where);
+
 class BpeModel {
  public:
-  BpeModel(const nlohmann::json& model, const std::string& where);
+  // `tables` holds what bpe_tables_capture took out of `model` (or nothing: then `model` has it all).
+  BpeModel(const nlohmann::json& model, BpeTables tables, const std::string& where);
 
   // Appends the ids of one pre-token.
   void tokenize(std::string_view word, std::vector<int32_t>& out) const;

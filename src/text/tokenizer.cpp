@@ -173,7 +173,7 @@ std::vector<int32_t> TokenizerImpl::encode(std::string_view input, bool add_spec
   return ids;
 }
 
-static std::unique_ptr<TokenizerImpl> build(const json& root, const std::string& name) {
+static std::unique_ptr<TokenizerImpl> build(const json& root, BpeTables tables, const std::string& name) {
   if (!root.is_object()) throw bad_input(name + ": expected a JSON object at the top level");
   auto impl = std::make_unique<TokenizerImpl>();
   impl->name = name;
@@ -181,7 +181,7 @@ static std::unique_ptr<TokenizerImpl> build(const json& root, const std::string&
     throw unsupported(name + ": \"truncation\" is set; truncation is not supported (expected null)");
   if (auto it = root.find("padding"); it != root.end() && !it->is_null())
     throw unsupported(name + ": \"padding\" is set; padding is not supported (expected null)");
-  impl->model = std::make_unique<BpeModel>(require(root, "model", name), name + ": model");
+  impl->model = std::make_unique<BpeModel>(require(root, "model", name), std::move(tables), name + ": model");
   impl->normalizer = make_normalizer(root.value("normalizer", json()), name + ": normalizer");
   impl->pre_tokenizer = make_pre_tokenizer(root.value("pre_tokenizer", json()), name + ": pre_tokenizer");
   impl->decoder = make_decoder(root.value("decoder", json()), name + ": decoder");
@@ -233,12 +233,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::filesystem::path& tok
 
 std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& json_text, const std::string& name) {
   nlohmann::json root;
+  text::BpeTables tables;  // the vocabulary and merges, read while parsing (most of the file)
   try {
-    root = nlohmann::json::parse(json_text);
+    root = nlohmann::json::parse(json_text, text::bpe_tables_capture(tables, name + ": model"));
   } catch (const nlohmann::json::exception& e) {
     throw bad_input(name + ": not valid JSON: " + e.what());
   }
-  return std::unique_ptr<Tokenizer>(new Tokenizer(text::build(root, name)));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(text::build(root, std::move(tables), name)));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

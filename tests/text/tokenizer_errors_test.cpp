@@ -83,6 +83,52 @@ TEST(TokenizerErrors, MalformedFilesAreNamedErrors) {
   expect_error(j.dump(), ErrorKind::Unsupported, "truncation");
 }
 
+// The vocabulary and merges are read while the file is parsed (they never enter the JSON tree): the
+// same errors as the tree route, in both merge spellings, and the same encodings.
+TEST(TokenizerErrors, VocabularyAndMergesReadWhileParsing) {
+  json j = minimal();
+  j["model"]["vocab"]["c"] = json::object();
+  expect_error(j.dump(), ErrorKind::BadInput, "vocab[\"c\"]: expected an integer id");
+  j = minimal();
+  j["model"]["vocab"]["c"] = json::array({1});
+  expect_error(j.dump(), ErrorKind::BadInput, "vocab[\"c\"]: expected an integer id");
+  j = minimal();
+  j["model"]["vocab"] = json::array({1, 2});
+  expect_error(j.dump(), ErrorKind::BadInput, "vocab: expected an object");
+  j = minimal();
+  j["model"]["merges"] = {"a b", 7};
+  expect_error(j.dump(), ErrorKind::BadInput, "merges[1]: expected \"a b\" or [\"a\", \"b\"], got 7");
+  j = minimal();
+  j["model"]["merges"] = json::array({json::object()});
+  expect_error(j.dump(), ErrorKind::BadInput, "merges[0]: expected \"a b\" or [\"a\", \"b\"]");
+  j = minimal();
+  j["model"]["merges"] = json::array({json::array({"a", "b", "c"})});
+  expect_error(j.dump(), ErrorKind::BadInput, "merges[0]: expected \"a b\" or [\"a\", \"b\"]");
+  j = minimal();
+  j["model"]["merges"] = "a b";
+  expect_error(j.dump(), ErrorKind::BadInput, "merges: expected an array");
+
+  // ["a", "b"] merges and "a b" merges, members in any order, give the same tokenizer.
+  json pairs = minimal();
+  pairs["model"]["merges"] = json::array({json::array({"a", "b"})});
+  const auto strings = Tokenizer::from_json(minimal().dump(), "tok.json");
+  const auto arrays = Tokenizer::from_json(pairs.dump(), "tok.json");
+  EXPECT_EQ(strings->encode("abba", false), arrays->encode("abba", false));
+  EXPECT_EQ(strings->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+  // Merges before the vocabulary in the file.
+  const std::string reordered =
+      R"({"added_tokens": [], "model": {"merges": [["a", "b"]], "type": "BPE", "vocab": {"ab": 2, "b": 1, "a": 0}}})";
+  EXPECT_EQ(Tokenizer::from_json(reordered, "tok.json")->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+  // A repeated vocabulary key: the last one wins, as in a JSON tree.
+  const std::string repeated =
+      R"({"added_tokens": [], "model": {"type": "BPE", "vocab": {"a": 5, "a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})";
+  EXPECT_EQ(Tokenizer::from_json(repeated, "tok.json")->encode("ab a", false), (std::vector<int32_t>{2, 0}));
+  // Keys named vocab/merges elsewhere in the file are left alone.
+  json elsewhere = minimal();
+  elsewhere["extra"] = {{"model", {{"vocab", {{"zz", 9}}}}}};
+  EXPECT_EQ(Tokenizer::from_json(elsewhere.dump(), "tok.json")->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+}
+
 TEST(TokenizerErrors, IdsOutsideTheVocabulary) {
   auto tok = Tokenizer::from_json(minimal().dump(), "tok.json");
   EXPECT_EQ(tok->vocab_size(), 3);
