@@ -1,14 +1,23 @@
-// Helpers shared by the tests: where the test data lives, running the CLI.
+// Helpers shared by the tests: where the test data lives, writing files, running the CLI.
 #pragma once
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace smolvlm::test {
 
 inline std::filesystem::path data_dir() { return SMOLVLM_TEST_DATA; }
 inline std::filesystem::path cli_binary() { return SMOLVLM_BINARY; }
+// tests/data/models/<name>
+inline std::filesystem::path model_dir(const char* name) { return data_dir() / "models" / name; }
+
+// Writes `text` to `p`, creating the parent folders.
+inline void write_text_file(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
 
 struct CommandResult {
   int exit_code = -1;

@@ -20,10 +20,7 @@ using test::TempDir;
 
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+using test::write_text_file;
 
 TEST(HubId, ParsesOrgNameAndRevision) {
   auto id = parse_hub_id("HuggingFaceTB/SmolVLM-256M-Instruct");
@@ -100,7 +97,7 @@ TEST(CacheDir, EndpointAndTokenFromEnvironment) {
   {
     ScopedEnv t("HF_TOKEN", std::nullopt);
     EXPECT_EQ(default_token(), "");
-    write(home.path() / "token", "hf_from_file\n");
+    write_text_file(home.path() / "token", "hf_from_file\n");
     EXPECT_EQ(default_token(), "hf_from_file");
   }
   ScopedEnv t("HF_TOKEN", "hf_from_env");
@@ -122,8 +119,8 @@ TEST(RepoCache, PathsMatchHuggingfaceHubLayout) {
 TEST(RepoCache, LinksAreRelativeAndRefsHoldTheCommit) {
   TempDir tmp;
   RepoCache repo(tmp.path(), "org/name");
-  write(repo.blob("e1"), "hello");
-  write(repo.blob("e2"), "nested");
+  write_text_file(repo.blob("e1"), "hello");
+  write_text_file(repo.blob("e2"), "nested");
   repo.link_snapshot_file(kCommit, "config.json", "e1");
   repo.link_snapshot_file(kCommit, "sub/dir/file.json", "e2");
   EXPECT_EQ(fs::read_symlink(repo.snapshot_file(kCommit, "config.json")), fs::path("../../blobs/e1"));
@@ -144,17 +141,17 @@ TEST(RepoCache, LinksAreRelativeAndRefsHoldTheCommit) {
   repo.write_ref(kCommit, kCommit);
   EXPECT_FALSE(fs::exists(repo.ref_file(kCommit)));  // a commit needs no ref
   EXPECT_EQ(repo.commit_for(kCommit), kCommit);
-  write(repo.ref_file("broken"), "not a commit");
+  write_text_file(repo.ref_file("broken"), "not a commit");
   EXPECT_THROW(repo.commit_for("broken"), Error);
 }
 
 // A cache laid out by hand, as huggingface_hub would leave it.
 void make_cached_model(const fs::path& root, const std::string& repo_id, bool with_weights) {
   RepoCache repo(root, repo_id);
-  write(repo.blob("cfg"), "{}");
+  write_text_file(repo.blob("cfg"), "{}");
   repo.link_snapshot_file(kCommit, "config.json", "cfg");
   if (with_weights) {
-    write(repo.blob("w"), "weights");
+    write_text_file(repo.blob("w"), "weights");
     repo.link_snapshot_file(kCommit, "model.safetensors", "w");
   }
   repo.write_ref("main", kCommit);

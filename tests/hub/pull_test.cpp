@@ -42,10 +42,7 @@ std::string slurp(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+using test::write_text_file;
 
 // The stand-in hub, one per test process, serving the tiny model as kRepo and as the default id, and
 // a sharded repository made up here.
@@ -54,13 +51,13 @@ class FakeHub {
   FakeHub() {
     fs::path dir = tmp_.path();
     fs::path sharded = dir / "sharded";
-    write(sharded / "config.json", slurp(tiny_dir() / "config.json"));
-    write(sharded / "model-00001-of-00002.safetensors", std::string(3000, 'a'));
-    write(sharded / "model-00002-of-00002.safetensors", std::string(5000, 'b'));
-    write(sharded / "model.safetensors.index.json",
+    write_text_file(sharded / "config.json", slurp(tiny_dir() / "config.json"));
+    write_text_file(sharded / "model-00001-of-00002.safetensors", std::string(3000, 'a'));
+    write_text_file(sharded / "model-00002-of-00002.safetensors", std::string(5000, 'b'));
+    write_text_file(sharded / "model.safetensors.index.json",
           R"({"metadata": {}, "weight_map": {"x": "model-00001-of-00002.safetensors",)"
           R"( "y": "model-00002-of-00002.safetensors", "z": "model-00001-of-00002.safetensors"}})");
-    write(sharded / "README.md", "not needed by the engine");
+    write_text_file(sharded / "README.md", "not needed by the engine");
     fs::path port_file = dir / "port";
     std::string script = (test::data_dir().parent_path() / "hub" / "fake_hub_server.py").string();
     std::vector<std::string> args = {"/usr/bin/python3", script, "--port-file", port_file.string(),
@@ -268,7 +265,7 @@ TEST_F(Pull, ResumesThePartialBlobOfAnEarlierRun) {
   std::string sha = sha256_of(weights);
   std::string content = slurp(weights);
   const size_t kept = 5000000;
-  write(repo().incomplete_blob(sha), content.substr(0, kept));
+  write_text_file(repo().incomplete_blob(sha), content.substr(0, kept));
   PullResult r = pull(kRepo, options());
   auto it = std::find_if(r.files.begin(), r.files.end(), [](auto& f) { return f.name == "model.safetensors"; });
   ASSERT_NE(it, r.files.end());
@@ -287,7 +284,7 @@ TEST_F(Pull, ResumesThePartialBlobOfAnEarlierRun) {
 TEST_F(Pull, ServerIgnoringRangeStartsOver) {
   fs::path weights = tiny_dir() / "model.safetensors";
   std::string sha = sha256_of(weights);
-  write(repo().incomplete_blob(sha), std::string(1000, 'x'));  // not even the right bytes
+  write_text_file(repo().incomplete_blob(sha), std::string(1000, 'x'));  // not even the right bytes
   PullResult r = pull(kRepo, options("no-range"));
   EXPECT_EQ(sha256_of(r.snapshot_dir / "model.safetensors"), sha);
 }

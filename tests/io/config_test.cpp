@@ -16,7 +16,7 @@ namespace {
 using test::data_dir;
 using test::expect_error;
 
-std::filesystem::path model_dir(const char* name) { return data_dir() / "models" / name; }
+using test::model_dir;
 
 std::string model_config_text(const char* name) { return read_file(model_dir(name) / "config.json"); }
 

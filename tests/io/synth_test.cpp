@@ -16,7 +16,7 @@ namespace {
 
 using test::expect_error;
 
-std::filesystem::path model_dir(const char* name) { return test::data_dir() / "models" / name; }
+using test::model_dir;
 
 size_t entries_in(const std::filesystem::path& dir) {
   size_t n = 0;
