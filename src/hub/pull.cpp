@@ -146,6 +146,11 @@ class Puller {
     std::vector<size_t> cached;
     uint64_t total = 0;
     for (const std::string& file : files) {
+      if (fetched_index_ && fetched_index_->name == file) {  // downloaded while choosing the shards
+        result.bytes_downloaded += fetched_index_->bytes_downloaded;
+        result.files.push_back(*fetched_index_);
+        continue;
+      }
       PulledFile pf;
       pf.name = file;
       std::error_code ec;
@@ -316,6 +321,7 @@ class Puller {
       pf.size = meta.size;
       fetch_blob(commit, pf, meta);
       repo_.link_snapshot_file(commit, index, meta.etag);
+      fetched_index_ = pf;
     }
     fs::path path = repo_.snapshot_file(commit, index);
     json j = json::parse(read_file(path, kMaxIndexFile), nullptr, false);
@@ -513,6 +519,7 @@ class Puller {
   HttpClient http_;
   uint64_t total_done_ = 0;
   uint64_t total_bytes_ = 0;
+  std::optional<PulledFile> fetched_index_;  // the shard index, when this pull downloaded it
 };
 
 HubId parse_pull_ref(const std::string& ref_in, const PullOptions& options) {
