@@ -25,8 +25,9 @@ struct CommandResult {
 };
 
 // Runs `smolvlm <args>` through the shell; args are passed verbatim (quote them yourself).
-inline CommandResult run_cli(const std::string& args, bool merge_stderr = true) {
-  std::string cmd = "'" + cli_binary().string() + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+// `shell_prefix` goes before the command (variable assignments, ulimit).
+inline CommandResult run_cli(const std::string& args, bool merge_stderr = true, const std::string& shell_prefix = "") {
+  std::string cmd = shell_prefix + "'" + cli_binary().string() + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -36,6 +36,9 @@ const std::string kRepo = "test-org/smolvlm-tiny";
 const std::string kShardedRepo = "test-org/sharded";
 
 fs::path tiny_dir() { return test::data_dir() / "models" / "smolvlm-tiny"; }
+// The tiny model's weights are two LFS shards; the first is downloaded first.
+const std::string kFirstShard = "model-00001-of-00002.safetensors";
+fs::path first_shard() { return tiny_dir() / kFirstShard; }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -175,18 +178,8 @@ int closed_port() {
   return port;
 }
 
-// Runs `smolvlm <args>` through the shell with `shell_prefix` (variable assignments, ulimit) before it.
 test::CommandResult run_cli_env(const std::string& shell_prefix, const std::string& args, bool merge_stderr) {
-  std::string cmd = shell_prefix + "'" + test::cli_binary().string() + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  test::CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return test::run_cli(args, merge_stderr, shell_prefix);
 }
 
 TEST_F(Pull, FreshPullWritesTheHuggingfaceHubLayout) {
@@ -206,13 +199,19 @@ TEST_F(Pull, FreshPullWritesTheHuggingfaceHubLayout) {
     std::string etag = target.filename().string();
     std::string content = slurp(entry.path());
     // LFS files are named by their sha256, others by their git blob id.
-    EXPECT_EQ(etag, name == "model.safetensors" ? sha256_of(entry.path()) : git_blob_sha1(content)) << name;
+    EXPECT_EQ(etag, name.ends_with(".safetensors") ? sha256_of(entry.path()) : git_blob_sha1(content)) << name;
     EXPECT_EQ(slurp(link), content) << name;
     EXPECT_FALSE(fs::exists(repo().incomplete_blob(etag)));
     ++n;
   }
   EXPECT_EQ(n, r.files.size());
-  EXPECT_EQ(r.bytes_downloaded, 12896192u + 7323 + 136 + 484 + 68 + 1069 + 3548256 + 28249 + 429);
+  uint64_t bytes = 0, lfs_files = 0;
+  for (const auto& entry : fs::directory_iterator(tiny_dir())) {
+    bytes += fs::file_size(entry.path());
+    lfs_files += entry.path().extension() == ".safetensors";
+  }
+  EXPECT_EQ(lfs_files, 2u);
+  EXPECT_EQ(r.bytes_downloaded, bytes);
   // Nothing but blobs/, refs/ and snapshots/ in the repo folder.
   std::set<std::string> top;
   for (const auto& entry : fs::directory_iterator(repo().dir())) top.insert(entry.path().filename().string());
@@ -220,9 +219,9 @@ TEST_F(Pull, FreshPullWritesTheHuggingfaceHubLayout) {
   // HEAD for each file; the safetensors came through the CDN redirect, the rest from resolve/.
   json l = log();
   EXPECT_EQ(count(l, "HEAD", "/resolve/"), n);
-  EXPECT_EQ(count(l, "GET", "/cdn/"), 1u);
+  EXPECT_EQ(count(l, "GET", "/cdn/"), lfs_files);
   EXPECT_EQ(count(l, "HEAD", "/cdn/"), 0u);  // HEAD does not follow the redirect to the CDN
-  EXPECT_EQ(count(l, "GET", "/resolve/"), n - 1);
+  EXPECT_EQ(count(l, "GET", "/resolve/"), n - lfs_files);
   // The pulled model resolves by hub id, with and without the revision.
   ScopedEnv c("HF_HUB_CACHE", cache_.path().string());
   EXPECT_EQ(resolve_model_dir(kRepo), r.snapshot_dir);
@@ -248,8 +247,8 @@ TEST_F(Pull, ResumesAfterTheConnectionIsCutHalfway) {
   PullResult r = pull(kRepo, o);
   EXPECT_NE(std::find(kinds.begin(), kinds.end(), PullEvent::Kind::Retry), kinds.end());
   json l = log("cut-once");
-  ASSERT_EQ(count(l, "GET", "/cdn/"), 2u);
-  uint64_t size = fs::file_size(tiny_dir() / "model.safetensors");
+  ASSERT_EQ(count(l, "GET", "/cdn/"), 3u);  // the first shard cut and resumed, then the second
+  uint64_t size = fs::file_size(first_shard());
   std::vector<json> cdn;
   for (const json& e : l)
     if (e["path"].get<std::string>().find("/cdn/") != std::string::npos) cdn.push_back(e);
@@ -257,49 +256,52 @@ TEST_F(Pull, ResumesAfterTheConnectionIsCutHalfway) {
   EXPECT_EQ(cdn[0]["sent"], size / 2);
   EXPECT_EQ(cdn[1]["range"], "bytes=" + std::to_string(size / 2) + "-");
   EXPECT_EQ(cdn[1]["status"], 206);
-  EXPECT_EQ(sha256_of(r.snapshot_dir / "model.safetensors"), sha256_of(tiny_dir() / "model.safetensors"));
+  EXPECT_NE(cdn[0]["path"].get<std::string>().find(sha256_of(first_shard())), std::string::npos);
+  EXPECT_EQ(cdn[2]["range"], "");
+  EXPECT_EQ(sha256_of(r.snapshot_dir / kFirstShard), sha256_of(first_shard()));
 }
 
 TEST_F(Pull, ResumesThePartialBlobOfAnEarlierRun) {
-  fs::path weights = tiny_dir() / "model.safetensors";
+  fs::path weights = first_shard();
   std::string sha = sha256_of(weights);
   std::string content = slurp(weights);
-  const size_t kept = 5000000;
+  const size_t kept = content.size() / 2;
   write_text_file(repo().incomplete_blob(sha), content.substr(0, kept));
   PullResult r = pull(kRepo, options());
-  auto it = std::find_if(r.files.begin(), r.files.end(), [](auto& f) { return f.name == "model.safetensors"; });
+  auto it = std::find_if(r.files.begin(), r.files.end(), [](auto& f) { return f.name == kFirstShard; });
   ASSERT_NE(it, r.files.end());
   EXPECT_EQ(it->resumed_from, kept);
   EXPECT_EQ(it->bytes_downloaded, content.size() - kept);
   json l = log();
   for (const json& e : l) {
-    if (e["path"].get<std::string>().find("/cdn/") != std::string::npos) {
+    if (e["path"].get<std::string>().find("/cdn/") != std::string::npos &&
+        e["path"].get<std::string>().find(sha) != std::string::npos) {
       EXPECT_EQ(e["range"], "bytes=" + std::to_string(kept) + "-");
     }
   }
-  EXPECT_EQ(slurp(r.snapshot_dir / "model.safetensors"), content);
+  EXPECT_EQ(slurp(r.snapshot_dir / kFirstShard), content);
   EXPECT_FALSE(fs::exists(repo().incomplete_blob(sha)));
 }
 
 TEST_F(Pull, ServerIgnoringRangeStartsOver) {
-  fs::path weights = tiny_dir() / "model.safetensors";
+  fs::path weights = first_shard();
   std::string sha = sha256_of(weights);
   write_text_file(repo().incomplete_blob(sha), std::string(1000, 'x'));  // not even the right bytes
   PullResult r = pull(kRepo, options("no-range"));
-  EXPECT_EQ(sha256_of(r.snapshot_dir / "model.safetensors"), sha);
+  EXPECT_EQ(sha256_of(r.snapshot_dir / kFirstShard), sha);
 }
 
 TEST_F(Pull, WrongSha256IsRejectedAndNothingLandsInTheSnapshot) {
   std::string message;
   EXPECT_EQ(failure_of(kRepo, options("bad-blob"), &message), PullFailure::Checksum);
   EXPECT_NE(message.find("sha256"), std::string::npos) << message;
-  EXPECT_NE(message.find("model.safetensors"), std::string::npos) << message;
-  std::string sha = sha256_of(tiny_dir() / "model.safetensors");
+  EXPECT_NE(message.find(kFirstShard), std::string::npos) << message;
+  std::string sha = sha256_of(first_shard());
   EXPECT_FALSE(fs::exists(repo().blob(sha)));
   EXPECT_FALSE(fs::exists(repo().incomplete_blob(sha)));
   EXPECT_FALSE(fs::exists(repo().ref_file("main")));
   for (const auto& entry : fs::recursive_directory_iterator(repo().dir() / "snapshots"))
-    EXPECT_NE(entry.path().filename(), "model.safetensors");
+    EXPECT_NE(entry.path().extension(), ".safetensors") << entry.path();
   ScopedEnv c("HF_HUB_CACHE", cache_.path().string());
   EXPECT_THROW(resolve_model_dir(kRepo), Error);
 }
@@ -369,7 +371,7 @@ TEST_F(Pull, OfflineModeUsesTheCacheAndNeverConnects) {
   PullResult r = pull(kRepo, options());
   EXPECT_TRUE(r.offline);
   EXPECT_EQ(r.bytes_downloaded, 0u);
-  EXPECT_EQ(r.files.size(), 9u);
+  EXPECT_EQ(r.files.size(), 11u);  // 8 configs and tokenizer files, the index, 2 shards
   EXPECT_EQ(log().size(), requests);
   ScopedEnv c("HF_HUB_CACHE", cache_.path().string());
   EXPECT_EQ(ensure_model(kRepo, options()), r.snapshot_dir);
@@ -383,6 +385,13 @@ TEST_F(Pull, ShardedCheckpointBringsIndexAndShardsOnly) {
   EXPECT_EQ(names, (std::set<std::string>{"config.json", "model.safetensors.index.json",
                                           "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
   EXPECT_EQ(fs::file_size(r.snapshot_dir / "model-00002-of-00002.safetensors"), 5000u);
+  // Every file counts in the totals, the index too (it is fetched first, to learn the shard names).
+  uint64_t bytes = 0;
+  for (const PulledFile& f : r.files) {
+    EXPECT_TRUE(f.downloaded) << f.name;
+    bytes += fs::file_size(r.snapshot_dir / f.name);
+  }
+  EXPECT_EQ(r.bytes_downloaded, bytes);
   ScopedEnv c("HF_HUB_CACHE", cache_.path().string());
   EXPECT_EQ(resolve_model_dir(kShardedRepo), r.snapshot_dir);
 }
@@ -427,21 +436,21 @@ TEST_F(PullCli, JsonSummaryAndASecondPullDownloadsNothing) {
   ASSERT_EQ(first.exit_code, 0) << first.out;
   json j = json::parse(first.out);
   EXPECT_EQ(j["ok"], true);
-  EXPECT_EQ(j["files"].size(), 9u);
+  EXPECT_EQ(j["files"].size(), 11u);
   EXPECT_GT(j["bytes_downloaded"].get<uint64_t>(), 16000000u);
   auto second = cli("pull " + kRepo + " --json", "", false);
   ASSERT_EQ(second.exit_code, 0) << second.out;
   EXPECT_EQ(json::parse(second.out)["bytes_downloaded"], 0);
   auto plain = cli("pull " + kRepo);
   EXPECT_EQ(plain.exit_code, 0) << plain.out;
-  EXPECT_NE(plain.out.find("model.safetensors: already in the cache"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find(kFirstShard + ": already in the cache"), std::string::npos) << plain.out;
 }
 
 TEST_F(PullCli, PlainProgressLines) {
   auto r = cli("pull " + kRepo);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("9 file(s) to download"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("model.safetensors: done"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 file(s) to download"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(kFirstShard + ": done"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\r"), std::string::npos) << "no bar redraws when not on a terminal";
 }
 
@@ -472,7 +481,7 @@ TEST_F(PullCli, DiskFullIsReportedAndTheDownloadResumesLater) {
   auto r = run_cli_env("trap '' XFSZ; ulimit -f 4096; " + prefix, "pull " + kRepo, true);
   EXPECT_EQ(r.exit_code, 13) << r.out;
   EXPECT_NE(r.out.find("free some space"), std::string::npos) << r.out;
-  std::string sha = sha256_of(tiny_dir() / "model.safetensors");
+  std::string sha = sha256_of(first_shard());
   RepoCache repo2(other.path(), kRepo);
   EXPECT_FALSE(fs::exists(repo2.blob(sha)));
   auto again = run_cli_env(prefix, "pull " + kRepo + " --json", false);

@@ -237,14 +237,18 @@ TEST(SafetensorsCorrupt, MissingFileIsIoError) {
 
 // ---- checkpoints ----------------------------------------------------------------------------------
 
-// Rewrites dir/model.safetensors from `source` model's tensors after `edit`.
+// Replaces the weights in `dir` by one model.safetensors holding the tensors of the `source` test model
+// (single file or shards) after `edit`.
 void rewrite_weights(const std::string& source, const std::filesystem::path& dir,
                      const std::function<void(std::vector<TensorToWrite>&)>& edit) {
-  SafetensorsFile original(test::data_dir() / "models" / source / "model.safetensors");
+  auto original = Checkpoint::open(test::data_dir() / "models" / source);
   std::vector<TensorToWrite> tensors;
-  for (const TensorView& t : original.tensors()) tensors.push_back({t.name, t.dtype, t.shape, t.data, t.nbytes});
+  for (const auto& [name, t] : original->tensors()) tensors.push_back({t.name, t.dtype, t.shape, t.data, t.nbytes});
   edit(tensors);
-  std::filesystem::remove(dir / "model.safetensors");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (f.ends_with(".safetensors") || f == "model.safetensors.index.json") std::filesystem::remove(e.path());
+  }
   write_safetensors(dir / "model.safetensors", tensors);
 }
 
@@ -261,16 +265,20 @@ TEST(Checkpoint, OpensTheThreeTinyModels) {
     size_t tensors;
     DType dtype;
     bool has_lm_head;
-  } cases[] = {{"smolvlm-tiny", 59, DType::BF16, true},
-               {"smolvlm-tiny-tied", 67, DType::F16, false},
-               {"llama-tiny", 20, DType::F32, false}};
+    std::vector<std::string> files;
+  } cases[] = {{"smolvlm-tiny", 59, DType::BF16, true,
+                {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}},  // sharded
+               {"smolvlm-tiny-tied", 67, DType::F16, false, {"model.safetensors"}},
+               {"llama-tiny", 20, DType::F32, false, {"model.safetensors"}}};
   for (const Case& c : cases) {
     auto ck = Checkpoint::open(test::data_dir() / "models" / c.name);
     EXPECT_EQ(ck->tensors().size(), c.tensors) << c.name;
     for (const auto& [name, t] : ck->tensors()) EXPECT_EQ(t.dtype, c.dtype) << name;
     EXPECT_EQ(ck->find("lm_head.weight") != nullptr, c.has_lm_head) << c.name;
-    EXPECT_EQ(ck->files(), std::vector<std::string>{"model.safetensors"});
-    EXPECT_EQ(ck->file_bytes(), std::filesystem::file_size(test::data_dir() / "models" / c.name / "model.safetensors"));
+    EXPECT_EQ(ck->files(), c.files) << c.name;
+    size_t bytes = 0;
+    for (const std::string& f : c.files) bytes += std::filesystem::file_size(test::data_dir() / "models" / c.name / f);
+    EXPECT_EQ(ck->file_bytes(), bytes) << c.name;
   }
   auto ck = Checkpoint::open(test::data_dir() / "models" / "smolvlm-tiny");
   const TensorView& q = ck->tensor("model.text_model.layers.1.self_attn.q_proj.weight");
@@ -294,10 +302,13 @@ TEST(Checkpoint, IdentityDependsOnConfigAndTensorTable) {
 }
 
 TEST(Checkpoint, ShardedLoadingMatchesSingleFile) {
+  // The stored smolvlm-tiny is itself sharded: first a one-file copy of it, then other shards of that.
+  test::ScratchDir single_dir("single");
+  test::copy_model("smolvlm-tiny", single_dir.path());
+  rewrite_weights("smolvlm-tiny", single_dir.path(), [](std::vector<TensorToWrite>&) {});
   test::ScratchDir dir("sharded");
   test::copy_model("smolvlm-tiny", dir.path());
-  std::filesystem::remove(dir / "model.safetensors");
-  SafetensorsFile original(test::data_dir() / "models" / "smolvlm-tiny" / "model.safetensors");
+  SafetensorsFile original(single_dir / "model.safetensors");
   std::vector<TensorToWrite> first, second;
   nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
   for (size_t i = 0; i < original.tensors().size(); ++i) {
@@ -306,12 +317,15 @@ TEST(Checkpoint, ShardedLoadingMatchesSingleFile) {
     (in_first ? first : second).push_back({t.name, t.dtype, t.shape, t.data, t.nbytes});
     index["weight_map"][t.name] = in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
   }
+  std::filesystem::remove(dir / "model-00001-of-00002.safetensors");
+  std::filesystem::remove(dir / "model-00002-of-00002.safetensors");
   write_safetensors(dir / "model-00001-of-00002.safetensors", first);
   write_safetensors(dir / "model-00002-of-00002.safetensors", second);
   test::write_bytes(dir / "model.safetensors.index.json", index.dump(2));
 
   auto sharded = Checkpoint::open(dir.path());
-  auto single = Checkpoint::open(test::data_dir() / "models" / "smolvlm-tiny");
+  auto single = Checkpoint::open(single_dir.path());
+  EXPECT_EQ(single->files(), std::vector<std::string>{"model.safetensors"});
   EXPECT_EQ(sharded->files().size(), 2u);
   ASSERT_EQ(sharded->tensors().size(), single->tensors().size());
   for (const auto& [name, t] : single->tensors()) {
@@ -469,7 +483,7 @@ TEST(InfoCli, BrokenFoldersExitNonZeroNamingTheProblem) {
   EXPECT_NE(r.out.find("tensor \"model.text_model.norm.weight\" has shape [8, 8], expected [64]"), std::string::npos)
       << r.out;
 
-  std::string truncated = test::read_bytes(test::data_dir() / "models" / "smolvlm-tiny" / "model.safetensors");
+  std::string truncated = test::read_bytes(dir / "model.safetensors");
   truncated.resize(truncated.size() / 2);
   test::write_bytes(dir / "model.safetensors", truncated);
   r = test::run_cli(model);
