@@ -86,12 +86,12 @@ void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64
   }
 }
 
-// A head's keys and (transposed) values packed contiguously, kept per thread: consecutive work items
-// of one thread that read the same kv head and the same keys reuse them.
+// A head's keys and values packed as the right-hand sides of scores = Q·Kᵀ and out = P·V, kept per
+// thread: consecutive work items of one thread that read the same kv head and the same keys reuse them.
 struct PackedKv {
   uint64_t call = 0;  // the attention() call they were packed for (0: none)
   int64_t kv_head = -1, n = 0;
-  std::vector<float> k, v_transposed;
+  PackedWeight k, v_transposed;
 };
 
 std::atomic<uint64_t> g_attention_calls{0};
@@ -99,50 +99,31 @@ std::atomic<uint64_t> g_attention_calls{0};
 const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, int64_t n, uint64_t call) {
   thread_local PackedKv p;
   if (p.call == call && p.kv_head == kvh && p.n == n) return p;
-  if (p.k.size() < static_cast<size_t>(n * D)) {
-    p.k.resize(static_cast<size_t>(n * D));
-    p.v_transposed.resize(static_cast<size_t>(n * D));
-  }
-  for (int64_t j = 0; j < n; ++j) std::copy_n(a.k + j * a.kv_stride + kvh * D, D, p.k.data() + j * D);
-  // V transposed in 8-key strips, so reads stay sequential and writes fill whole cache lines.
-  for (int64_t j0 = 0; j0 < n; j0 += 8) {
-    const int64_t j1 = std::min(n, j0 + 8);
-    for (int64_t d = 0; d < D; ++d)
-      for (int64_t j = j0; j < j1; ++j) p.v_transposed[d * n + j] = a.v[j * a.kv_stride + kvh * D + d];
-  }
+  p.k.pack(a.k + kvh * D, n, D, a.kv_stride);
+  p.v_transposed.pack_transposed(a.v + kvh * D, D, n, a.kv_stride);
   p.call = call;
   p.kv_head = kvh;
   p.n = n;
   return p;
 }
 
-// A block of query rows of one head as two small matrix products: scores = Q·Kᵀ and out = P·V go
-// through linear() on a single-thread pool (this already runs on a worker of the caller's pool). Only
-// the block's rows of the score matrix exist at any time.
+// A block of query rows of one head as two matrix products against the packed keys and values, read
+// from and written to the caller's rows in place. Only the block's rows of the score matrix exist.
 void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
                          bool avx2, uint64_t call) {
-  thread_local std::vector<float> q_packed, scores, out_block;
-  thread_local ThreadPool single(1);
+  thread_local std::vector<float> scores;
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads), rows = i1 - i0;
   const int64_t n = a.causal ? a.q_pos0 + i1 : a.kv_rows;  // keys any row of the block may see
-  auto grow = [](std::vector<float>& v, int64_t size) {
-    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
-  };
-  grow(q_packed, rows * D);
-  grow(scores, rows * n);
-  grow(out_block, rows * D);
-  for (int64_t i = i0; i < i1; ++i) std::copy_n(a.q + i * a.q_stride + h * D, D, q_packed.data() + (i - i0) * D);
+  if (scores.size() < static_cast<size_t>(rows * n)) scores.resize(static_cast<size_t>(rows * n));
   const PackedKv& kv = packed_kv(a, D, kvh, n, call);
-  linear(q_packed.data(), rows, WeightRef{kv.k.data(), DType::F32, n, D}, nullptr, scores.data(), single);
+  linear_packed(a.q + i0 * a.q_stride + h * D, rows, a.q_stride, kv.k, scores.data(), n);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores.data() + r * n;
     const int64_t n_keys = a.causal ? a.q_pos0 + i0 + r + 1 : n;
     scaled_softmax(row, n_keys, a.scale, avx2);
     std::fill(row + n_keys, row + n, 0.f);  // the causal mask
   }
-  linear(scores.data(), rows, WeightRef{kv.v_transposed.data(), DType::F32, D, n}, nullptr, out_block.data(),
-         single);
-  for (int64_t r = 0; r < rows; ++r) std::copy_n(out_block.data() + r * D, D, a.out + (i0 + r) * a.out_stride + h * D);
+  linear_packed(scores.data(), rows, n, kv.v_transposed, a.out + i0 * a.out_stride + h * D, a.out_stride);
 }
 
 }  // namespace

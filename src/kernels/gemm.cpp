@@ -85,6 +85,7 @@ class PackBuffer {
 
 thread_local PackBuffer t_packed_weight;  // a worker's current weight block
 thread_local PackBuffer t_packed_input;   // the caller's whole packed x
+thread_local PackBuffer t_packed_rows;    // x of linear_packed()
 
 // Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
 // stays in the outer caches while every row block of x streams past it.
@@ -99,18 +100,23 @@ struct PackedInput {
   const float* tile(int64_t k0, int64_t kc, int64_t row) const { return data + k0 * m_pad + row * kc; }
 };
 
+// Packs row tiles [t0, t1) of x (rows ldx floats apart) into the PackedInput layout at dst.
+void pack_input_tiles(const gemm::GemmKernels& kern, const float* x, int64_t ldx, int64_t M, int64_t K,
+                      int64_t m_pad, int64_t t0, int64_t t1, float* dst) {
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t k0 = 0; k0 < K; k0 += kern.kc) {
+      const int64_t kc = std::min<int64_t>(kern.kc, K - k0);
+      const int64_t row = t * kern.mr;
+      kern.pack_a(x + row * ldx + k0, ldx, std::min<int64_t>(kern.mr, M - row), kc, dst + k0 * m_pad + row * kc);
+    }
+}
+
 PackedInput pack_input(const gemm::GemmKernels& kern, const float* x, int64_t M, int64_t K, ThreadPool& pool) {
   const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
   const int64_t m_pad = m_tiles * kern.mr;
   float* dst = t_packed_input.get(size_t(K * m_pad));
-  pool.parallel_for(m_tiles, 8, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      for (int64_t k0 = 0; k0 < K; k0 += kern.kc) {
-        const int64_t kc = std::min<int64_t>(kern.kc, K - k0);
-        const int64_t row = t * kern.mr;
-        kern.pack_a(x + row * K + k0, K, std::min<int64_t>(kern.mr, M - row), kc, dst + k0 * m_pad + row * kc);
-      }
-  });
+  pool.parallel_for(m_tiles, 8,
+                    [&](int64_t t0, int64_t t1) { pack_input_tiles(kern, x, K, M, K, m_pad, t0, t1, dst); });
   return {dst, m_pad};
 }
 
@@ -176,6 +182,128 @@ const gemm::GemmKernels* simd_kernels() {
 }
 
 }  // namespace
+
+void PackedWeight::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+float* PackedWeight::reserve(size_t count) {
+  if (count > capacity_) {
+    const size_t bytes = (std::max<size_t>(count, 1) * sizeof(float) + 63) / 64 * 64;
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    capacity_ = data_ ? count : 0;
+    if (!data_) throw internal_error("PackedWeight: cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+  return data_.get();
+}
+
+namespace {
+
+// The layout of the kernels' pack_b, one K block after the other: block k0 starts at k0 * n_pad
+// and holds n_pad / nr panels of kc_b x nr (element (n, k) at (n % nr) + k * nr of its panel); rows
+// past `rows` are zero. Without SIMD kernels, plain row-major.
+struct PanelLayout {
+  const gemm::GemmKernels* kern;
+  int64_t rows, cols, n_pad;
+  PanelLayout(const gemm::GemmKernels* k, int64_t r, int64_t c)
+      : kern(k), rows(r), cols(c), n_pad(k ? (r + k->nr - 1) / k->nr * k->nr : r) {}
+  size_t size() const { return size_t(n_pad * cols); }
+};
+
+// w[n][k] = src[n * ld + k]: each row of src is scattered down its panel column.
+void pack_rows(const PanelLayout& l, const float* src, int64_t ld, float* dst) {
+  if (!l.kern) {
+    for (int64_t n = 0; n < l.rows; ++n) std::copy_n(src + n * ld, l.cols, dst + n * l.cols);
+    return;
+  }
+  const int64_t nr = l.kern->nr;
+  std::fill_n(dst, l.size(), 0.f);
+  for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc) {
+    const int64_t kc = std::min<int64_t>(l.kern->kc, l.cols - k0);
+    for (int64_t n = 0; n < l.rows; ++n) {
+      float* d = dst + k0 * l.n_pad + (n / nr) * nr * kc + n % nr;
+      const float* s = src + n * ld + k0;
+      for (int64_t k = 0; k < kc; ++k) d[k * nr] = s[k];
+    }
+  }
+}
+
+// w[n][k] = src[k * ld + n]: each row of src is one k, copied into every panel in nr-wide runs.
+void pack_columns(const PanelLayout& l, const float* src, int64_t ld, float* dst) {
+  if (!l.kern) {
+    for (int64_t n = 0; n < l.rows; ++n)
+      for (int64_t k = 0; k < l.cols; ++k) dst[n * l.cols + k] = src[k * ld + n];
+    return;
+  }
+  const int64_t nr = l.kern->nr;
+  for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc) {
+    const int64_t kc = std::min<int64_t>(l.kern->kc, l.cols - k0);
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = src + (k0 + k) * ld;
+      for (int64_t n0 = 0; n0 < l.n_pad; n0 += nr) {
+        float* d = dst + k0 * l.n_pad + n0 * kc + k * nr;
+        const int64_t valid = std::min(nr, l.rows - n0);
+        std::copy_n(s + n0, valid, d);
+        std::fill(d + valid, d + nr, 0.f);
+      }
+    }
+  }
+}
+
+void check_pack(const float* src, int64_t rows, int64_t cols, int64_t ld, int64_t ld_min) {
+  if (rows < 0 || cols < 0 || ld < ld_min || (rows > 0 && cols > 0 && !src))
+    throw bad_input("PackedWeight: bad matrix (" + std::to_string(rows) + "x" + std::to_string(cols) +
+                    ", leading dimension " + std::to_string(ld) + ")");
+}
+
+}  // namespace
+
+void PackedWeight::pack(const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  check_pack(src, rows, cols, ld, cols);
+  const gemm::GemmKernels* kern = simd_kernels();
+  const PanelLayout layout(kern, rows, cols);
+  pack_rows(layout, src, ld, reserve(layout.size()));
+  rows_ = rows, cols_ = cols, kc_ = kern ? kern->kc : 0, nr_ = kern ? kern->nr : 0;
+}
+
+void PackedWeight::pack_transposed(const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  check_pack(src, rows, cols, ld, rows);
+  const gemm::GemmKernels* kern = simd_kernels();
+  const PanelLayout layout(kern, rows, cols);
+  pack_columns(layout, src, ld, reserve(layout.size()));
+  rows_ = rows, cols_ = cols, kc_ = kern ? kern->kc : 0, nr_ = kern ? kern->nr : 0;
+}
+
+void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, float* y, int64_t ldy) {
+  const int64_t N = w.rows_, K = w.cols_;
+  if (M < 0 || ldx < K || ldy < N || (M > 0 && N > 0 && (!y || (K > 0 && !x))))
+    throw bad_input("linear_packed: bad operands (M " + std::to_string(M) + ", ldx " + std::to_string(ldx) +
+                    ", ldy " + std::to_string(ldy) + ")");
+  if (M == 0 || N == 0) return;
+  const gemm::GemmKernels* kern = simd_kernels();
+  if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
+    throw state_error("linear_packed: the weight was packed for another kernel path");
+  if (K == 0 || !kern) {  // each element is a K-order sum, as linear_rows computes it
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float acc = 0.f;
+        for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * w.data_[n * K + k];
+        y[m * ldy + n] = acc;
+      }
+    return;
+  }
+  const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
+  const int64_t n_pad = (N + kern->nr - 1) / kern->nr * kern->nr;
+  float* a = t_packed_rows.get(size_t(K * m_pad));
+  pack_input_tiles(*kern, x, ldx, M, K, m_pad, 0, m_tiles, a);
+  const PackedInput packed{a, m_pad};
+  const int64_t row_block = int64_t(kern->mr) * kRowBlockTiles;
+  for (int64_t k0 = 0; k0 < K; k0 += kern->kc) {
+    const int64_t kc = std::min<int64_t>(kern->kc, K - k0);
+    for (int64_t ic = 0; ic < M; ic += row_block)
+      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.get() + k0 * n_pad, N, kc,
+                  y + ic * ldy, ldy, k0 > 0, nullptr);
+  }
+  if (kernel_fault_injection()) y[0] += 1e-3f;
+}
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   check_arguments(x, M, w, y);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "core/dtype.h"
@@ -34,6 +35,37 @@ struct LinearOutput {
 // linear() for several weights that read the same x (q/k/v, gate/up). For a few rows (decode) all
 // outputs are computed in one parallel dispatch; every element is computed as linear() would.
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool);
+
+// An fp32 matrix w [rows, cols] already in the layout the active kernels multiply by (the panels
+// linear() packs a weight into on every call), for a right-hand side reused by many products:
+// attention's keys and values, read by every block of query rows. Packing it once saves that step
+// in each product. Repacking into the same object reuses its memory.
+class PackedWeight {
+ public:
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+  // w[n][k] = src[n * ld + k] (keys: w = K, one row per key).
+  void pack(const float* src, int64_t rows, int64_t cols, int64_t ld);
+  // w[n][k] = src[k * ld + n] (values: w = Vᵀ, so that y = P · V).
+  void pack_transposed(const float* src, int64_t rows, int64_t cols, int64_t ld);
+
+ private:
+  friend void linear_packed(const float*, int64_t, int64_t, const PackedWeight&, float*, int64_t);
+  float* reserve(size_t count);
+
+  struct FreeDeleter {
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float[], FreeDeleter> data_;
+  size_t capacity_ = 0;
+  int64_t rows_ = 0, cols_ = 0;
+  int64_t kc_ = 0, nr_ = 0;  // the kernels' blocking it was packed for (0: plain row-major, scalar path)
+};
+
+// y[M, w.rows()] (rows ldy floats apart) = x[M, w.cols()] (rows ldx floats apart) · wᵀ on the calling
+// thread, with the same per-element arithmetic as the active path's blocked linear().
+void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, float* y, int64_t ldy);
 
 // The portable reference (plain loops, double-free fp32 accumulation in K order) the fast paths are
 // tested against.

@@ -209,6 +209,72 @@ TEST_P(LinearPathTest, SharedInputGivesTheBitsOfSeparateCalls) {
     }
 }
 
+TEST_P(LinearPathTest, PackedWeightGivesTheBitsOfLinear) {
+  // Keys (w = K, row-major with a stride) and values (w = Vᵀ, read transposed), on strided x and y,
+  // against linear() on the same fp32 weight; shapes around mr/nr/kc, with more rows than the GEMV path.
+  std::mt19937 rng(91);
+  ThreadPool pool(1);
+  const Shape shapes[] = {{5, 1, 1}, {7, 17, 64}, {16, 64, 257}, {128, 200, 64}, {30, 64, 600}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
+    const int64_t ldw = s.K + 3, ldt = s.N + 5, ldx = s.K + 2, ldy = s.N + 7;
+    const std::vector<float> w_strided = random_vector(size_t(s.N * ldw), rng);
+    std::vector<float> w(size_t(s.N * s.K)), w_t(size_t(s.K * ldt), 0.f);
+    for (int64_t n = 0; n < s.N; ++n)
+      for (int64_t k = 0; k < s.K; ++k) w_t[k * ldt + n] = w[n * s.K + k] = w_strided[n * ldw + k];
+    const std::vector<float> x_strided = random_vector(size_t(s.M * ldx), rng);
+    std::vector<float> x(size_t(s.M * s.K));
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t k = 0; k < s.K; ++k) x[m * s.K + k] = x_strided[m * ldx + k];
+    std::vector<float> expected(size_t(s.M * s.N));
+    linear(x.data(), s.M, WeightRef{w.data(), DType::F32, s.N, s.K}, nullptr, expected.data(), pool);
+
+    PackedWeight rows, cols;
+    rows.pack(w_strided.data(), s.N, s.K, ldw);
+    cols.pack_transposed(w_t.data(), s.N, s.K, ldt);
+    EXPECT_EQ(rows.rows(), s.N);
+    EXPECT_EQ(rows.cols(), s.K);
+    for (const PackedWeight* pw : {&rows, &cols}) {
+      std::vector<float> y_strided(size_t(s.M * ldy), -7.f);
+      linear_packed(x_strided.data(), s.M, ldx, *pw, y_strided.data(), ldy);
+      std::vector<float> y(expected.size());
+      for (int64_t m = 0; m < s.M; ++m)
+        for (int64_t n = 0; n < ldy; ++n) {
+          if (n < s.N)
+            y[m * s.N + n] = y_strided[m * ldy + n];
+          else
+            ASSERT_EQ(y_strided[m * ldy + n], -7.f) << "wrote past the row at m=" << m << " n=" << n;
+        }
+      EXPECT_TRUE(bitwise_equal(y, expected));
+    }
+  }
+}
+
+TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
+  const std::vector<float> w(64, 1.f), x(64, 1.f);
+  std::vector<float> y(64);
+  PackedWeight pw;
+  set_kernel_path(KernelPath::Scalar);
+  pw.pack(w.data(), 8, 8, 8);
+  EXPECT_THROW(linear_packed(x.data(), 8, 4, pw, y.data(), 8), Error);  // ldx < K
+  EXPECT_THROW(pw.pack(w.data(), 8, 8, 4), Error);                       // ld < cols
+  for (KernelPath p : supported_kernel_paths()) {
+    set_kernel_path(p);
+    if (p == KernelPath::Scalar) {
+      linear_packed(x.data(), 8, 8, pw, y.data(), 8);
+      EXPECT_EQ(y[0], 8.f);
+    } else {
+      try {
+        linear_packed(x.data(), 8, 8, pw, y.data(), 8);
+        ADD_FAILURE() << "a scalar-packed weight ran on " << kernel_path_name(p);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("another kernel path"), std::string::npos) << e.what();
+      }
+    }
+  }
+  reset_kernel_path();
+}
+
 TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
   ThreadPool pool(1);
   const float x[8] = {}, w[16] = {};
