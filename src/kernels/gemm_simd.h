@@ -109,52 +109,38 @@ void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, i
   });
 }
 
-// y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
-// the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
-// Bytes of one weight element.
+// x · (row of the weight starting at element `offset`), K elements. The row is read once, front to
+// back: four 8-lane partial sums over 32-element steps, then 8-element steps into the first, a fixed
+// reduction, then the scalar tail. The same operations for every row, M, range and thread.
 template <DType DT>
-constexpr int64_t weight_bytes() {
-  return DT == DType::F32 ? 4 : 2;
-}
-
-// y[m][n0..n0+R) for m < MM. Each output is the same sequence of operations whatever R and wherever
-// the row falls in a thread's range: 8 lane sums over k < K8, a fixed lane reduction, then the tail.
-// Decode is bound by how fast the weights stream in: while it reads rows [n0, n0+R), it prefetches
-// the same columns of the next R rows (the rows a thread reads are contiguous in memory).
-template <DType DT, int MM, int R>
-inline void gemv_rows(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0) {
-  const int64_t K = w.cols, N = w.rows;
-  const int64_t K8 = K & ~int64_t(7);
-  constexpr int64_t kLine = 64 / weight_bytes<DT>();  // elements per cache line
-  const char* base = static_cast<const char*>(w.data);
-  __m256 acc[MM][R];
-  for (int m = 0; m < MM; ++m)
-    for (int r = 0; r < R; ++r) acc[m][r] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < K8; k += 8) {
-    if (k % kLine == 0)
-      for (int r = 0; r < R; ++r)
-        _mm_prefetch(base + ((n0 + R + r) * K + k) * weight_bytes<DT>(), _MM_HINT_NTA);
-    __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = load8<DT>(w.data, (n0 + r) * K + k);
-    for (int m = 0; m < MM; ++m) {
-      __m256 xv = _mm256_loadu_ps(x + m * K + k);
-      for (int r = 0; r < R; ++r) acc[m][r] = _mm256_fmadd_ps(xv, wv[r], acc[m][r]);
-    }
+inline float dot_row(const float* x, const void* w, int64_t offset, int64_t K) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<DT>(w, offset + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), load8<DT>(w, offset + k + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), load8<DT>(w, offset + k + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), load8<DT>(w, offset + k + 24), a3);
   }
-  for (int m = 0; m < MM; ++m)
-    for (int r = 0; r < R; ++r) {
-      float s = vec::hsum8(acc[m][r]);  // a fixed lane order
-      for (int64_t k = K8; k < K; ++k) s += x[m * K + k] * load1<DT>(w.data, (n0 + r) * K + k);
-      y[m * N + n0 + r] = bias ? s + bias[n0 + r] : s;
-    }
+  for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<DT>(w, offset + k), a0);
+  float s = vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; k < K; ++k) s += x[k] * load1<DT>(w, offset + k);
+  return s;
 }
 
-template <DType DT, int MM>
-void gemv_m(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int R = MM == 1 ? 8 : MM == 2 ? 4 : 2;
-  int64_t n = n0;
-  for (; n + R <= n1; n += R) gemv_rows<DT, MM, R>(x, w, bias, y, n);
-  for (; n < n1; ++n) gemv_rows<DT, MM, 1>(x, w, bias, y, n);
+// Rows [n0, n1) of y for M rows of x. Decode is bound by how fast the weights stream in: the rows a
+// thread reads are contiguous, so reading each row front to back makes the range one sequential
+// stream, which the hardware prefetcher follows at the machine's read bandwidth (interleaving
+// several rows, or software prefetches, measured slower). Rows of x after the first reuse the weight
+// row from L1.
+template <DType DT>
+void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, N = w.rows;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      const float s = dot_row<DT>(x + m * K, w.data, n * K, K);
+      y[m * N + n] = bias ? s + bias[n] : s;
+    }
 }
 
 constexpr int kGemvMaxM = 4;
@@ -162,14 +148,7 @@ constexpr int kGemvMaxM = 4;
 // The gemv entry point of both ISA kernel sets: M in [1, kGemvMaxM].
 inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
-  with_dtype(w.dtype, [&]<DType DT>() {
-    switch (M) {
-      case 1: gemv_m<DT, 1>(x, w, bias, y, n0, n1); break;
-      case 2: gemv_m<DT, 2>(x, w, bias, y, n0, n1); break;
-      case 3: gemv_m<DT, 3>(x, w, bias, y, n0, n1); break;
-      default: gemv_m<DT, 4>(x, w, bias, y, n0, n1); break;
-    }
-  });
+  with_dtype(w.dtype, [&]<DType DT>() { gemv_range<DT>(x, M, w, bias, y, n0, n1); });
 }
 
 // Stores lanes [0, MR) of v at dst (MR = 6 or 8): never writes past the tile.
