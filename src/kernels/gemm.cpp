@@ -144,17 +144,13 @@ void blocked_task(const gemm::GemmKernels& kern, const PackedInput& a, const Wei
   }
 }
 
-void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
-                    float* y, ThreadPool& pool) {
-  const int64_t N = w.rows;
-  if (M <= kern.gemv_max_m) {
-    pool.parallel_for(N, 32, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
-    return;
-  }
-  const PackedInput a = pack_input(kern, x, M, w.cols, pool);
+// y = x·wᵀ (+ bias) for M > gemv_max_m from x already packed.
+void linear_blocked(const gemm::GemmKernels& kern, const PackedInput& a, int64_t M, const WeightRef& w,
+                    const float* bias, float* y, ThreadPool& pool) {
   // Tasks: a grid of row chunks x panel chunks. Splitting the panels costs nothing extra (packed x
   // is shared); splitting the rows repacks the weight, so rows are split only when there are too
   // few panels to keep every thread busy. Extra tasks per thread balance load on a busy machine.
+  const int64_t N = w.rows;
   const int64_t n_panels = (N + kern.nr - 1) / kern.nr;
   const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
   const int64_t want = pool.size() == 1 ? 1 : int64_t(pool.size()) * 4;
@@ -169,6 +165,15 @@ void linear_blocked(const gemm::GemmKernels& kern, const float* x, int64_t M, co
       if (m0 < m1 && p0 < p1) blocked_task(kern, a, w, bias, y, m0, m1, p0, p1);
     }
   });
+}
+
+void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
+                 float* y, ThreadPool& pool) {
+  if (M <= kern.gemv_max_m) {
+    pool.parallel_for(w.rows, 32, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
+    return;
+  }
+  linear_blocked(kern, pack_input(kern, x, M, w.cols, pool), M, w, bias, y, pool);
 }
 
 // The ISA kernels of the active path; null on the scalar path.
@@ -320,8 +325,14 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
                       std::to_string(o.w.cols) + " and " + std::to_string(outputs[0].w.cols) + ")");
     total += o.w.rows;
   }
-  if (!kern || M == 0 || M > kern->gemv_max_m || outputs.empty() || outputs[0].w.cols == 0 || kernel_fault_injection()) {
+  if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0 || kernel_fault_injection()) {
     for (const LinearOutput& o : outputs) linear(x, M, o.w, o.bias, o.y, pool);
+    return;
+  }
+  if (M > kern->gemv_max_m) {  // x packed once for all the outputs
+    const PackedInput a = pack_input(*kern, x, M, outputs[0].w.cols, pool);
+    for (const LinearOutput& o : outputs)
+      if (o.w.rows > 0) linear_blocked(*kern, a, M, o.w, o.bias, o.y, pool);
     return;
   }
   // Rows [0, total) run over the outputs' rows one after the other.
@@ -345,7 +356,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
     return;
   }
   if (const gemm::GemmKernels* kern = simd_kernels())
-    linear_blocked(*kern, x, M, w, bias, y, pool);
+    linear_simd(*kern, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
     pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
   if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only

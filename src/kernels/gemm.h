@@ -33,7 +33,8 @@ struct LinearOutput {
 };
 
 // linear() for several weights that read the same x (q/k/v, gate/up). For a few rows (decode) all
-// outputs are computed in one parallel dispatch; every element is computed as linear() would.
+// outputs are computed in one parallel dispatch; for more, x is packed once for all of them. Every
+// element is computed as linear() would.
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool);
 
 // An fp32 matrix w [rows, cols] already in the layout the active kernels multiply by (the panels
