@@ -1,6 +1,6 @@
 // Scaled dot-product attention as HF's eager path computes it (scores = q·kᵀ·scale, causal mask,
 // fp32 softmax, weighted sum of values), with grouped-query heads. Work items are (head, block of up
-// to 128 query rows), each computed by one thread, so a thread holds at most a block's rows of scores
+// to 48 query rows), each computed by one thread, so a thread holds at most a block's rows of scores
 // (and one head's packed K/V), never an [L, L] matrix, and the result does not depend on the thread
 // count (the blocking depends only on the number of query rows).
 #pragma once
