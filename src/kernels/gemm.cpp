@@ -213,22 +213,16 @@ struct PanelLayout {
   size_t size() const { return size_t(n_pad * cols); }
 };
 
-// w[n][k] = src[n * ld + k]: each row of src is scattered down its panel column.
+// w[n][k] = src[n * ld + k]: the kernels' own weight packing, reading columns [0, cols) of an
+// [rows, ld] fp32 matrix.
 void pack_rows(const PanelLayout& l, const float* src, int64_t ld, float* dst) {
   if (!l.kern) {
     for (int64_t n = 0; n < l.rows; ++n) std::copy_n(src + n * ld, l.cols, dst + n * l.cols);
     return;
   }
-  const int64_t nr = l.kern->nr;
-  std::fill_n(dst, l.size(), 0.f);
-  for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc) {
-    const int64_t kc = std::min<int64_t>(l.kern->kc, l.cols - k0);
-    for (int64_t n = 0; n < l.rows; ++n) {
-      float* d = dst + k0 * l.n_pad + (n / nr) * nr * kc + n % nr;
-      const float* s = src + n * ld + k0;
-      for (int64_t k = 0; k < kc; ++k) d[k * nr] = s[k];
-    }
-  }
+  const WeightRef w{src, DType::F32, l.rows, ld};
+  for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc)
+    l.kern->pack_b(w, 0, l.n_pad / l.kern->nr, k0, std::min<int64_t>(l.kern->kc, l.cols - k0), dst + k0 * l.n_pad);
 }
 
 // w[n][k] = src[k * ld + n]: each row of src is one k, copied into every panel in nr-wide runs.
@@ -246,8 +240,7 @@ void pack_columns(const PanelLayout& l, const float* src, int64_t ld, float* dst
       for (int64_t n0 = 0; n0 < l.n_pad; n0 += nr) {
         float* d = dst + k0 * l.n_pad + n0 * kc + k * nr;
         const int64_t valid = std::min(nr, l.rows - n0);
-        std::copy_n(s + n0, valid, d);
-        std::fill(d + valid, d + nr, 0.f);
+        for (int64_t j = 0; j < nr; ++j) d[j] = j < valid ? s[n0 + j] : 0.f;
       }
     }
   }

@@ -124,14 +124,14 @@ float exp_sum_avx2(float* x, int64_t n, float max_value) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = vec::exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    const __m256 e = vec::exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
     _mm256_storeu_ps(x + i, e);
     acc = _mm256_add_ps(acc, e);
   }
   if (i < n) {
     float buf[8];
     for (int j = 0; j < 8; ++j) buf[j] = i + j < n ? x[i + j] : -__builtin_inff();
-    const __m256 e = vec::exp8(_mm256_sub_ps(_mm256_loadu_ps(buf), mv));
+    const __m256 e = vec::exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(buf), mv));
     _mm256_storeu_ps(buf, e);
     acc = _mm256_add_ps(acc, e);
     for (int64_t j = i; j < n; ++j) x[j] = buf[j - i];

@@ -9,13 +9,9 @@
 namespace smolvlm::vec {
 namespace {
 
-// e^x: x = n·ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n built in the exponent.
-// Inputs below -87.3 give 0 (as std::exp underflows to denormals and then 0), above 88.7 give +inf.
-inline __m256 exp8(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.7228f), lo = _mm256_set1_ps(-87.3365f);
-  const __m256 too_small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  const __m256 too_big = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-  x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+// e^r for x = n·ln2 + r with |r| <= ln2/2 (n = the rounded x·log2 e, returned in *n): a degree-6
+// polynomial. x must lie in [-87.3365, 88.7228].
+inline __m256 exp_reduced(__m256 x, __m256* n_out) {
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // ln2 split in a part with few mantissa bits (exact n·ln2_hi) and the rest.
@@ -27,7 +23,17 @@ inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  *n_out = n;
+  return _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+}
+
+// e^x: inputs below -87.3 give 0 (as std::exp underflows to denormals and then 0), above 88.7 give +inf.
+inline __m256 exp8(__m256 x) {
+  const __m256 hi = _mm256_set1_ps(88.7228f), lo = _mm256_set1_ps(-87.3365f);
+  const __m256 too_small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  const __m256 too_big = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+  __m256 n;
+  const __m256 p = exp_reduced(_mm256_max_ps(_mm256_min_ps(x, hi), lo), &n);
   // 2^n for n in [-126, 128]: two factors keep n = 128 (x near the top) and n = -126 representable.
   const __m256i ni = _mm256_cvtps_epi32(n);
   const __m256i half = _mm256_srai_epi32(ni, 1);
@@ -37,6 +43,17 @@ inline __m256 exp8(__m256 x) {
   __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
   y = _mm256_andnot_ps(too_small, y);
   return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), too_big);
+}
+
+// e^x for x <= 0 (softmax's x - max), the same values as exp8 there: with no overflow side, n lies
+// in [-126, 0] and 2^n is one normal float.
+inline __m256 exp8_nonpositive(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3365f);
+  const __m256 too_small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  __m256 n;
+  const __m256 p = exp_reduced(_mm256_max_ps(x, lo), &n);
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
 }
 
 // tanh(x) = sign(x)·(1 - 2/(e^{2|x|} + 1)). From |x| = 9.01 on, tanh rounds to exactly ±1 in float
