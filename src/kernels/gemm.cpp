@@ -255,18 +255,22 @@ void check_pack(const float* src, int64_t rows, int64_t cols, int64_t ld, int64_
 }  // namespace
 
 void PackedWeight::pack(const float* src, int64_t rows, int64_t cols, int64_t ld) {
-  check_pack(src, rows, cols, ld, cols);
-  const gemm::GemmKernels* kern = simd_kernels();
-  const PanelLayout layout(kern, rows, cols);
-  pack_rows(layout, src, ld, reserve(layout.size()));
-  rows_ = rows, cols_ = cols, kc_ = kern ? kern->kc : 0, nr_ = kern ? kern->nr : 0;
+  pack_from(src, rows, cols, ld, false);
 }
 
 void PackedWeight::pack_transposed(const float* src, int64_t rows, int64_t cols, int64_t ld) {
-  check_pack(src, rows, cols, ld, rows);
+  pack_from(src, rows, cols, ld, true);
+}
+
+void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  check_pack(src, rows, cols, ld, transposed ? rows : cols);
   const gemm::GemmKernels* kern = simd_kernels();
   const PanelLayout layout(kern, rows, cols);
-  pack_columns(layout, src, ld, reserve(layout.size()));
+  float* dst = reserve(layout.size());
+  if (transposed)
+    pack_columns(layout, src, ld, dst);
+  else
+    pack_rows(layout, src, ld, dst);
   rows_ = rows, cols_ = cols, kc_ = kern ? kern->kc : 0, nr_ = kern ? kern->nr : 0;
 }
 

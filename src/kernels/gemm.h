@@ -53,6 +53,7 @@ class PackedWeight {
 
  private:
   friend void linear_packed(const float*, int64_t, int64_t, const PackedWeight&, float*, int64_t);
+  void pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed);
   float* reserve(size_t count);
 
   struct FreeDeleter {
