@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -154,7 +153,7 @@ void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows
 // (SMOLVLM_KERNELS / set_kernel_path), so tests can force each one.
 bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
 
-std::atomic<int> g_resize_threads{0};
+thread_local int t_resize_threads = 0;  // 0: the default
 
 // Calls fn(begin, end) over contiguous parts of [0, n), concurrently when there is enough work
 // (`bytes_per_item` output bytes each); the calling thread runs the first part.
@@ -350,10 +349,14 @@ class Resizer {
 
 }  // namespace
 
-void set_resize_threads(int n) { g_resize_threads.store(std::max(n, 0)); }
+void set_resize_threads(int n) { t_resize_threads = std::max(n, 0); }
+
+ScopedResizeThreads::ScopedResizeThreads(int n) : previous_(t_resize_threads) { set_resize_threads(n); }
+
+ScopedResizeThreads::~ScopedResizeThreads() { t_resize_threads = previous_; }
 
 int resize_threads() {
-  if (const int n = g_resize_threads.load(); n > 0) return n;
+  if (t_resize_threads > 0) return t_resize_threads;
   static const int hw = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   return hw;
 }

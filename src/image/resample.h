@@ -38,9 +38,23 @@ U8Image resize_u8(const uint8_t* pixels, int64_t width, int64_t height, int chan
 U8Image resize_u8_streaming(const uint8_t* pixels, int64_t width, int64_t height, int channels, int64_t out_width,
                             int64_t out_height, ResampleFilter filter, const std::function<void(int64_t)>& wait);
 
-// Threads one resize may use: its rows are split between them (the bytes never depend on the split).
-// The default is the machine's hardware threads, at most 4; n <= 0 restores the default.
+// Threads a resize started on the calling thread may use: its rows are split between them (the bytes
+// never depend on the split). The default is the machine's hardware threads, at most 4; n <= 0
+// restores the default. The setting belongs to the calling thread, so requests running on different
+// threads never change each other's.
 void set_resize_threads(int n);
 int resize_threads();
+
+// The calling thread's resize threads set to n for a scope, the previous setting restored after.
+class ScopedResizeThreads {
+ public:
+  explicit ScopedResizeThreads(int n);
+  ~ScopedResizeThreads();
+  ScopedResizeThreads(const ScopedResizeThreads&) = delete;
+  ScopedResizeThreads& operator=(const ScopedResizeThreads&) = delete;
+
+ private:
+  int previous_;
+};
 
 }  // namespace smolvlm

@@ -102,7 +102,7 @@ RequestResult run_image_request(const Model& model, const TextAssets& assets,
   std::vector<float> pixels;
   std::vector<ImageGrid> grids;
   int64_t tiles = 0;
-  set_resize_threads(pool.size());  // image work uses no more threads than the request was given
+  const ScopedResizeThreads resize_threads(pool.size());  // no more threads than the request was given
   for (const auto& path : images) {
     PreprocessedImage p = load_and_preprocess_idefics3(path, *cfg.image_processor, split);
     if (p.tile_size != vision.image_size())

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "image/image.h"
 #include "image/resample.h"
@@ -113,6 +114,26 @@ TEST(Resample, ThreadCountDoesNotChangeTheBytes) {
     }
   }
   set_resize_threads(0);
+}
+
+// The setting is the calling thread's: a scope restores it, and another thread never sees it.
+TEST(Resample, ResizeThreadsArePerCallingThread) {
+  set_resize_threads(0);
+  const int default_threads = resize_threads();
+  ASSERT_GE(default_threads, 1);
+  {
+    const ScopedResizeThreads scoped(default_threads + 5);
+    EXPECT_EQ(resize_threads(), default_threads + 5);
+    int seen_elsewhere = -1;
+    std::thread other([&] {
+      seen_elsewhere = resize_threads();
+      set_resize_threads(1);
+    });
+    other.join();
+    EXPECT_EQ(seen_elsewhere, default_threads);
+    EXPECT_EQ(resize_threads(), default_threads + 5);  // the other thread's setting stayed there
+  }
+  EXPECT_EQ(resize_threads(), default_threads);
 }
 
 }  // namespace
