@@ -53,7 +53,7 @@ RequestResult prefill_and_generate(const Model& model, const TextAssets& assets,
   GenerationOptions g = o.generation;
   if (g.eos_token_ids.empty()) g.eos_token_ids = model.config().generation.eos_token_ids;
   g.keep_step_logits = g.keep_step_logits || !o.dump_dir.empty();
-  StreamingDetokenizer detok(assets.tokenizer(), /*skip_special_tokens=*/true);
+  StreamingDetokenizer detok(assets.tokenizer(), /*skip_special_tokens=*/true, assets.clean_up_tokenization_spaces());
   GenerationResult gen = generate(session, ids, g, [&](int64_t id) {
     const std::string piece = detok.push(static_cast<int32_t>(id));
     r.text += piece;

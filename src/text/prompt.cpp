@@ -62,6 +62,12 @@ std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_
         if (auto s = token_content(t, config_path.string() + ": additional_special_tokens")) list.push_back(*s);
       a->special_tokens_["additional_special_tokens"] = list;
     }
+    if (auto it = config.find("clean_up_tokenization_spaces"); it != config.end() && !it->is_null()) {
+      if (!it->is_boolean())
+        throw bad_input(config_path.string() + ": clean_up_tokenization_spaces: expected true or false, got " +
+                        it->dump());
+      a->clean_up_tokenization_spaces_ = it->get<bool>();
+    }
     if (auto it = config.find("chat_template"); it != config.end() && !it->is_null()) {
       template_source = pick_template(*it, config_path.string() + ": chat_template");
       template_name = config_path.string() + " chat_template";

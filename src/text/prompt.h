@@ -28,6 +28,9 @@ class TextAssets {
   const ChatTemplate* chat_template() const { return chat_template_.get(); }
   // The special-token variables a template sees (bos_token, eos_token, ..., additional_special_tokens).
   const nlohmann::ordered_json& special_tokens() const { return special_tokens_; }
+  // tokenizer_config.json "clean_up_tokenization_spaces" (false when absent or null): transformers'
+  // decode then applies clean_up_tokenization to the text.
+  bool clean_up_tokenization_spaces() const { return clean_up_tokenization_spaces_; }
   // <image> tokens per image tile (processor_config.json); nullopt for a folder without one.
   std::optional<int64_t> image_seq_len() const { return image_seq_len_; }
   const std::filesystem::path& dir() const { return dir_; }
@@ -44,6 +47,7 @@ class TextAssets {
   std::unique_ptr<ChatTemplate> chat_template_;
   nlohmann::ordered_json special_tokens_ = nlohmann::ordered_json::object();
   std::optional<int64_t> image_seq_len_;
+  bool clean_up_tokenization_spaces_ = false;
 };
 
 struct ImageGrid {

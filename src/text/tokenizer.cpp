@@ -285,12 +285,49 @@ bool Tokenizer::is_special(int32_t id) const {
 
 // ---------------------------------------------------------------------------------------------
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special_tokens)
-    : tok_(tok), skip_special_(skip_special_tokens) {}
+std::string clean_up_tokenization(std::string text) {
+  static const std::pair<std::string_view, std::string_view> kReplacements[] = {
+      {" .", "."},  {" ?", "?"},    {" !", "!"},    {" ,", ","},    {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kReplacements) {
+    std::string out;
+    size_t start = 0;
+    for (size_t at; (at = text.find(from, start)) != std::string::npos; start = at + from.size()) {
+      out.append(text, start, at - start);
+      out.append(to);
+    }
+    if (start == 0) continue;  // no match: text unchanged
+    out.append(text, start, std::string::npos);
+    text = std::move(out);
+  }
+  return text;
+}
+
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special_tokens, bool clean_up_spaces)
+    : tok_(tok), skip_special_(skip_special_tokens), clean_up_(clean_up_spaces) {}
 
 std::string StreamingDetokenizer::decode_range(size_t begin, size_t end) const {
   return tok_.decode(std::vector<int32_t>(ids_.begin() + static_cast<ptrdiff_t>(begin), ids_.begin() + static_cast<ptrdiff_t>(end)),
                      skip_special_);
+}
+
+// Every clean-up pattern starts with a space and is at most 5 bytes long, and clean-up only ever
+// deletes spaces. So when the last 4 bytes of a prefix hold no space, no pattern can match across
+// the cut at any step, and cleaning the prefix and the rest separately equals cleaning the whole:
+// the held text is emitted up to the last such cut.
+std::string StreamingDetokenizer::release(std::string raw, bool final) {
+  if (!clean_up_) return raw;
+  held_ += raw;
+  size_t cut = held_.size();
+  if (!final)
+    while (cut > 0) {
+      const size_t space = held_.rfind(' ', cut - 1);
+      if (space == std::string::npos || space + 4 < cut) break;
+      cut = space;
+    }
+  std::string out = clean_up_tokenization(held_.substr(0, cut));
+  held_.erase(0, cut);
+  return out;
 }
 
 // Decoding a window that starts a few ids back and subtracting the window's already emitted text
@@ -305,15 +342,15 @@ std::string StreamingDetokenizer::push(int32_t id) {
   if (pending || now.size() <= emitted.size() || now.compare(0, emitted.size(), emitted) != 0) return {};
   prefix_offset_ = read_offset_;
   read_offset_ = ids_.size();
-  return now.substr(emitted.size());
+  return release(now.substr(emitted.size()), false);
 }
 
 std::string StreamingDetokenizer::finish() {
   std::string emitted = decode_range(prefix_offset_, read_offset_);
   std::string now = decode_range(prefix_offset_, ids_.size());
   prefix_offset_ = read_offset_ = ids_.size();
-  if (now.size() < emitted.size() || now.compare(0, emitted.size(), emitted) != 0) return now;
-  return now.substr(emitted.size());
+  if (now.size() < emitted.size() || now.compare(0, emitted.size(), emitted) != 0) return release(now, true);
+  return release(now.substr(emitted.size()), true);
 }
 
 }  // namespace smolvlm

@@ -46,19 +46,29 @@ class Tokenizer {
   std::unique_ptr<text::TokenizerImpl> impl_;
 };
 
+// transformers' clean_up_tokenization, which its decode() applies after the tokenizer's own when
+// tokenizer_config.json sets "clean_up_tokenization_spaces": true: " ." -> ".", " ?" -> "?",
+// " !" -> "!", " ," -> ",", " ' " -> "'", " n't" -> "n't", " 'm" -> "'m", " 's" -> "'s",
+// " 've" -> "'ve", " 're" -> "'re", each over the whole text, in that order.
+std::string clean_up_tokenization(std::string text);
+
 // Turns generated ids into text piece by piece for streaming. Holds back text that may still change
-// (an incomplete UTF-8 sequence, which decodes to a trailing U+FFFD), so the concatenation of every
-// push() and the final finish() equals tok.decode(all ids).
+// (an incomplete UTF-8 sequence, which decodes to a trailing U+FFFD; with clean-up, a tail where a
+// clean-up pattern may still match), so the concatenation of every push() and the final finish()
+// equals tok.decode(all ids), passed through clean_up_tokenization when `clean_up_spaces`.
 class StreamingDetokenizer {
  public:
-  StreamingDetokenizer(const Tokenizer& tok, bool skip_special_tokens);
+  StreamingDetokenizer(const Tokenizer& tok, bool skip_special_tokens, bool clean_up_spaces = false);
   std::string push(int32_t id);  // newly printable text (may be empty)
   std::string finish();          // whatever remains (may contain U+FFFD, as decode would)
 
  private:
   std::string decode_range(size_t begin, size_t end) const;
+  std::string release(std::string raw, bool final);
   const Tokenizer& tok_;
   bool skip_special_;
+  bool clean_up_;
+  std::string held_;  // decoded text not yet cleaned up and emitted (clean-up only)
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0;  // ids before this are fully emitted and no longer decoded
   size_t read_offset_ = 0;    // text of ids [prefix_offset_, read_offset_) has been emitted

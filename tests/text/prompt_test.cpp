@@ -84,6 +84,36 @@ TEST(Prompt, FolderWithoutProcessorConfigIsNotAnImageModel) {
   }
 }
 
+// tokenizer_config.json's clean_up_tokenization_spaces: read when true or false, false when absent or
+// null, anything else refused with the file named.
+TEST(Prompt, CleanUpTokenizationSpacesFlag) {
+  EXPECT_FALSE(assets("llama-tiny").clean_up_tokenization_spaces());  // the file says false
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "smolvlm_cleanup_flag_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(test::model_dir("llama-tiny") / "tokenizer.json", dir / "tokenizer.json");
+  const std::pair<const char*, int> cases[] = {
+      {R"({"clean_up_tokenization_spaces": true})", 1}, {R"({"clean_up_tokenization_spaces": false})", 0},
+      {R"({"clean_up_tokenization_spaces": null})", 0}, {R"({})", 0},
+      {R"({"clean_up_tokenization_spaces": "yes"})", -1}, {R"({"clean_up_tokenization_spaces": 1})", -1}};
+  for (const auto& [config, want] : cases) {
+    SCOPED_TRACE(config);
+    test::write_text_file(dir / "tokenizer_config.json", config);
+    if (want < 0) {
+      try {
+        TextAssets::load(dir);
+        ADD_FAILURE() << "expected an error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: clean_up_tokenization_spaces"), std::string::npos)
+            << e.what();
+      }
+    } else {
+      EXPECT_EQ(TextAssets::load(dir)->clean_up_tokenization_spaces(), want == 1);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Prompt, MissingTokenizerIsANamedError) {
   try {
     TextAssets::load(test::text_data() / "chat");

@@ -72,6 +72,47 @@ TEST_P(CorpusTest, EncodeDecodeAndStreamMatchReference) {
   }
 }
 
+// transformers' decode for a tokenizer_config.json with clean_up_tokenization_spaces: true (llama3_1's
+// hf_* fields): the tokenizer's decode, then clean_up_tokenization; streamed, the same text.
+TEST(CorpusCleanUp, TransformersDecodeOfLlama31) {
+  const Tokenizer& tok = reference_tokenizer("llama3_1");
+  auto cases = read_jsonl(text_data() / "tokenizers" / "llama3_1" / "corpus.jsonl.gz");
+  size_t changed = 0, failures = 0;
+  for (const json& c : cases) {
+    ASSERT_TRUE(c.contains("hf_decode")) << "case " << c["i"];
+    const struct {
+      const char* ids;
+      bool skip;
+      const char* want;
+    } forms[] = {{"ids", false, "hf_decode"},
+                 {"ids", true, "hf_decode_skip"},
+                 {"ids_special", false, "hf_decode_special"},
+                 {"ids_special", true, "hf_decode_special_skip"}};
+    for (const auto& f : forms) {
+      const auto ids = ids_of(c[f.ids]);
+      const std::string want = c[f.want].get<std::string>(), raw = tok.decode(ids, f.skip);
+      changed += raw != want;
+      StreamingDetokenizer stream(tok, f.skip, /*clean_up_spaces=*/true);
+      std::string streamed;
+      for (int32_t id : ids) streamed += stream.push(id);
+      streamed += stream.finish();
+      const std::string cleaned = clean_up_tokenization(raw);
+      if ((cleaned != want || streamed != want) && ++failures <= 5)
+        ADD_FAILURE() << "case " << c["i"] << " " << f.want << ": cleaned " << json(cleaned).dump() << ", streamed "
+                      << json(streamed).dump() << "\n want " << json(want).dump();
+    }
+  }
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GE(changed, 10u) << "the corpus should exercise the clean-up (16 decodes differ in it)";
+}
+
+TEST(CorpusCleanUp, ReplacementsApplyInTransformersOrder) {
+  EXPECT_EQ(clean_up_tokenization("a !== b"), "a!== b");
+  EXPECT_EQ(clean_up_tokenization("x ' ."), "x '.");  // " ." goes first, so " ' " no longer matches
+  EXPECT_EQ(clean_up_tokenization("I do n't , it 's ok ' s"), "I don't, it's ok's");
+  EXPECT_EQ(clean_up_tokenization(""), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Reference, CorpusTest, ::testing::ValuesIn(test::reference_tokenizer_names()),
                          [](const auto& info) { return info.param; });
 
