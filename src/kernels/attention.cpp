@@ -23,19 +23,6 @@ constexpr int64_t kQueryBlock = 48;
 // Below this many query rows, rows attend one at a time where the keys lie (decode, short prompts).
 constexpr int64_t kMinBlockRows = 16;
 
-using DotFn = float (*)(const float*, const float*, int64_t);
-using AxpyFn = void (*)(float, const float*, float*, int64_t);
-
-float dot_scalar(const float* a, const float* b, int64_t n) {
-  float acc = 0.f;
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
-}
-
-void axpy_scalar(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 // In place: x[j] = softmax(scale · x)[j] for j < n (HF: scores · scale, then softmax in fp32).
 void scaled_softmax(float* x, int64_t n, float scale, bool avx2) {
   if (avx2) {
@@ -72,19 +59,14 @@ void check(const AttentionArgs& a, const AttentionShape& s) {
 // Query rows one at a time against the keys/values where they lie (decode, short prompts).
 void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
                           bool avx2) {
-  const DotFn dot_fn = avx2 ? detail::dot_avx2 : dot_scalar;
-  const AxpyFn axpy_fn = avx2 ? detail::axpy_avx2 : axpy_scalar;
   thread_local std::vector<float> scores;
   if (scores.size() < static_cast<size_t>(a.kv_rows)) scores.resize(static_cast<size_t>(a.kv_rows));
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads);
   for (int64_t i = i0; i < i1; ++i) {
-    const float* q = a.q + i * a.q_stride + h * D;
     const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
-    for (int64_t j = 0; j < n_keys; ++j) scores[j] = dot_fn(q, a.k + j * a.kv_stride + kvh * D, D);
+    dot_rows(a.q + i * a.q_stride + h * D, a.k + kvh * D, a.kv_stride, n_keys, D, scores.data());
     scaled_softmax(scores.data(), n_keys, a.scale, avx2);
-    float* out = a.out + i * a.out_stride + h * D;
-    std::fill_n(out, D, 0.f);
-    for (int64_t j = 0; j < n_keys; ++j) axpy_fn(scores[j], a.v + j * a.kv_stride + kvh * D, out, D);
+    weighted_sum_rows(scores.data(), a.v + kvh * D, a.kv_stride, n_keys, D, a.out + i * a.out_stride + h * D);
   }
 }
 

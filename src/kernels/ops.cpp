@@ -145,16 +145,20 @@ int64_t argmax(const float* x, int64_t n) {
   return best;
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  if (use_avx2()) return detail::dot_avx2(a, b, n);
-  float acc = 0.f;
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  if (use_avx2()) return detail::dot_rows_avx2(q, k, stride, n, D, scores);
+  for (int64_t j = 0; j < n; ++j) {
+    float acc = 0.f;
+    for (int64_t d = 0; d < D; ++d) acc += q[d] * k[j * stride + d];
+    scores[j] = acc;
+  }
 }
 
-void axpy(float a, const float* x, float* y, int64_t n) {
-  if (use_avx2()) return detail::axpy_avx2(a, x, y, n);
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
+  if (use_avx2()) return detail::weighted_sum_rows_avx2(p, v, stride, n, D, out);
+  std::fill_n(out, D, 0.f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < D; ++d) out[d] += p[j] * v[j * stride + d];
 }
 
 }  // namespace smolvlm

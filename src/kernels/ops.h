@@ -43,14 +43,15 @@ void softmax(float* x, int64_t n);
 // Index of the largest value; the first one on ties (torch.argmax). n >= 1.
 int64_t argmax(const float* x, int64_t n);
 
-// Dot product and y += a·x, the inner loops of attention.
-float dot(const float* a, const float* b, int64_t n);
-void axpy(float a, const float* x, float* y, int64_t n);
+// One query row of attention where the keys and values lie (rows `stride` floats apart, D each):
+// scores[j] = q · k_j for j < n, and out = Σ_j p[j]·v_j summed in j order.
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
 
 namespace detail {
 // The AVX2 versions (ops_avx2.cpp), called only when the active path allows them.
-float dot_avx2(const float* a, const float* b, int64_t n);
-void axpy_avx2(float a, const float* x, float* y, int64_t n);
+void dot_rows_avx2(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum_rows_avx2(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
 void add_inplace_avx2(float* y, const float* x, int64_t n);
 void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float eps, float* y);
 void layer_norm_row_avx2(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y);

@@ -10,25 +10,60 @@
 
 namespace smolvlm::detail {
 
-float dot_avx2(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+// R dot products q · k_r (D floats each), every one summed as a lone dot would be: two 8-lane
+// accumulators over 16-float steps, one 8-float step, a fixed reduction, then the scalar tail. The
+// R rows share each load of q.
+template <int R>
+inline void dot_block(const float* q, const float* k, int64_t stride, int64_t D, float* out) {
+  __m256 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  for (; i + 16 <= D; i += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * stride + i), acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + r * stride + i + 8), acc1[r]);
+    }
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float acc = vec::hsum8(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) acc += a[i] * b[i];
-  return acc;
+  for (; i + 8 <= D; i += 8) {
+    const __m256 q0 = _mm256_loadu_ps(q + i);
+    for (int r = 0; r < R; ++r) acc0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * stride + i), acc0[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float acc = vec::hsum8(_mm256_add_ps(acc0[r], acc1[r]));
+    for (int64_t t = i; t < D; ++t) acc += q[t] * k[r * stride + t];
+    out[r] = acc;
+  }
 }
 
-void axpy_avx2(float a, const float* x, float* y, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
+void dot_rows_avx2(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) dot_block<4>(q, k + j * stride, stride, D, scores + j);
+  for (; j < n; ++j) dot_block<1>(q, k + j * stride, stride, D, scores + j);
+}
+
+// out[d0 .. d0 + 8V) = Σ_j p[j]·v_j over all n rows, the V vectors held in registers; each element
+// is one FMA per row in j order.
+template <int V>
+inline void weighted_sum_block(const float* p, const float* v, int64_t stride, int64_t n, float* out) {
+  __m256 acc[V];
+  for (int c = 0; c < V; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    for (int c = 0; c < V; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + j * stride + 8 * c), acc[c]);
+  }
+  for (int c = 0; c < V; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
+}
+
+void weighted_sum_rows_avx2(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
+  int64_t d = 0;
+  for (; d + 64 <= D; d += 64) weighted_sum_block<8>(p, v + d, stride, n, out + d);
+  for (; d + 8 <= D; d += 8) weighted_sum_block<1>(p, v + d, stride, n, out + d);
+  for (; d < D; ++d) {
+    float acc = 0.f;
+    for (int64_t j = 0; j < n; ++j) acc += p[j] * v[j * stride + d];
+    out[d] = acc;
+  }
 }
 
 void add_inplace_avx2(float* y, const float* x, int64_t n) {
