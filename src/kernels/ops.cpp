@@ -106,24 +106,37 @@ void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq) {
   }
 }
 
-void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                      const int64_t* positions, const float* inv_freq) {
+void rope_table(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t head_dim, float* table) {
   const int64_t half = head_dim / 2;
   for (int64_t r = 0; r < rows; ++r) {
     const float pos = static_cast<float>(positions[r]);
-    float* row = x + r * row_stride;
+    float* t = table + r * head_dim;
     for (int64_t i = 0; i < half; ++i) {
       const float angle = pos * inv_freq[i];
-      const float c = std::cos(angle), s = std::sin(angle);
-      for (int64_t h = 0; h < heads; ++h) {
-        float* v = row + h * head_dim;
-        const float a = v[i], b = v[i + half];
-        // q·cos + rotate_half(q)·sin with rotate_half(q) = (-q2, q1)
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
-      }
+      t[i] = std::cos(angle);
+      t[half + i] = std::sin(angle);
     }
   }
+}
+
+void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                      const float* table, ThreadPool& pool) {
+  const int64_t half = head_dim / 2;
+  pool.parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* cos_r = table + r * head_dim;
+      const float* sin_r = cos_r + half;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + r * row_stride + h * head_dim;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          // q·cos + rotate_half(q)·sin with rotate_half(q) = (-q2, q1)
+          v[i] = a * cos_r[i] - b * sin_r[i];
+          v[i + half] = b * cos_r[i] + a * sin_r[i];
+        }
+      }
+    }
+  });
 }
 
 void softmax(float* x, int64_t n) {

@@ -28,11 +28,17 @@ void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool);
 // y[i] += x[i]  (residual connections).
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool);
 
-// Rotary embedding, HF "default" rope in the rotate-half layout: for each of `rows` rows (one per
-// position), each of `heads` heads of `head_dim` values, pairs (i, i + head_dim/2) are rotated by
-// angle positions[r] · inv_freq[i]. `row_stride` is the distance between rows in floats.
+// The angles of HF's "default" rotary embedding for `rows` positions, computed once per forward pass
+// (as HF's rotary_emb) and shared by every layer, queries and keys: with half = head_dim / 2 and
+// angle = positions[r] · inv_freq[i] (fp32), table[r * head_dim + i] = cos(angle) and
+// table[r * head_dim + half + i] = sin(angle) for i < half.
+void rope_table(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t head_dim, float* table);
+
+// Rotary embedding in the rotate-half layout: for each of `rows` rows, each of `heads` heads of
+// `head_dim` values, pairs (i, i + head_dim/2) are rotated by the row's angles in `table`
+// (rope_table). `row_stride` is the distance between rows in floats.
 void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                      const int64_t* positions, const float* inv_freq);
+                      const float* table, ThreadPool& pool);
 
 // HF's inv_freq = 1 / theta^(arange(0, head_dim, 2) / head_dim), computed in float32 as torch does.
 void rope_inv_freq(double theta, int64_t head_dim, float* inv_freq /* [head_dim/2] */);

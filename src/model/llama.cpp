@@ -87,6 +87,7 @@ LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows)
   gate.resize(R * I);
   up.resize(R * I);
   positions.resize(R);
+  rope.resize(R * static_cast<size_t>(c.head_dim));
 }
 
 void LlamaModel::embed(const int64_t* ids, int64_t n, float* out) const { gather_rows_f32(*embed_, ids, n, out); }
@@ -98,6 +99,7 @@ void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv
                          std::to_string(pos0) + " do not fit (scratch " + std::to_string(s.max_rows) +
                          " rows, capacity " + std::to_string(kv.capacity) + ")");
   for (int64_t i = 0; i < rows; ++i) s.positions[i] = pos0 + i;
+  rope_table(s.positions.data(), rows, inv_freq_.data(), cfg_.head_dim, s.rope.data());
   for (size_t l = 0; l < layers_.size(); ++l) {
     attention_block(layers_[l], static_cast<int64_t>(l), x, rows, pos0, kv, s, pool);
     mlp_block(layers_[l], x, rows, s, pool);
@@ -122,8 +124,8 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
                               {l.k, bias_or_null(l.k_b), k_rows},
                               {l.v, bias_or_null(l.v_b), v_rows}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
-  rope_rotate_half(s.q.data(), rows, qd, qh, D, s.positions.data(), inv_freq_.data());
-  rope_rotate_half(k_rows, rows, kvd, kvh, D, s.positions.data(), inv_freq_.data());
+  rope_rotate_half(s.q.data(), rows, qd, qh, D, s.rope.data(), pool);
+  rope_rotate_half(k_rows, rows, kvd, kvh, D, s.rope.data(), pool);
 
   AttentionArgs a;
   a.q = s.q.data();

@@ -39,6 +39,7 @@ class LlamaModel {
     int64_t max_rows;
     std::vector<float> normed, q, attn, proj, gate, up;
     std::vector<int64_t> positions;
+    std::vector<float> rope;  // rope_table of the rows' positions
   };
 
   // out[i, :] = embedding of ids[i]; Error(BadInput) for an id outside the vocabulary.

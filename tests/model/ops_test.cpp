@@ -105,14 +105,22 @@ TEST(Ops, RopeRotatesPairsHalfAHeadApart) {
   EXPECT_NEAR(inv[1], 1.0 / std::pow(10000.0, 2.0 / 8), 1e-7);
   auto x = random_vector(heads * D, 7);
   const auto orig = x;
-  const int64_t pos = 5;
-  rope_rotate_half(x.data(), 1, heads * D, heads, D, &pos, inv.data());
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < D / 2; ++i) {
-      const double a = orig[h * D + i], b = orig[h * D + i + D / 2], t = pos * double(inv[i]);
-      EXPECT_NEAR(x[h * D + i], a * std::cos(t) - b * std::sin(t), 1e-5);
-      EXPECT_NEAR(x[h * D + i + D / 2], b * std::cos(t) + a * std::sin(t), 1e-5);
-    }
+  // Several rows (positions 5, 0, 1234), so the table's row stride and the pool split are exercised.
+  const std::vector<int64_t> pos = {5, 0, 1234};
+  const int64_t rows = 3, stride = heads * D + 3;
+  std::vector<float> table(rows * D), xs(rows * stride);
+  for (int64_t r = 0; r < rows; ++r) std::copy(x.begin(), x.end(), xs.begin() + r * stride);
+  rope_table(pos.data(), rows, inv.data(), D, table.data());
+  ThreadPool pool(2);
+  rope_rotate_half(xs.data(), rows, stride, heads, D, table.data(), pool);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < D / 2; ++i) {
+        const double a = orig[h * D + i], b = orig[h * D + i + D / 2], t = pos[r] * double(inv[i]);
+        const float* got = xs.data() + r * stride + h * D;
+        EXPECT_NEAR(got[i], a * std::cos(t) - b * std::sin(t), 1e-4) << "row " << r;
+        EXPECT_NEAR(got[i + D / 2], b * std::cos(t) + a * std::sin(t), 1e-4) << "row " << r;
+      }
 }
 
 // Inputs over the whole range the activations meet (and past it, where exp under/overflows).
