@@ -1,6 +1,6 @@
 // Fuzzes tokenizer.json loading and encoding/decoding. Input: one selector byte, then
 //   selector even: a tokenizer.json document; when it loads, a fixed set of strings is encoded,
-//                  decoded and streamed with it;
+//                  decoded and streamed (with and without clean-up) with it;
 //   selector odd:  text, encoded (both add_special_tokens settings), decoded and streamed with one of two
 //                  small built-in tokenizers (byte-level BPE / SentencePiece-style with byte fallback).
 // Errors are expected (smolvlm::Error); crashes, leaks and undefined behaviour are bugs.
@@ -69,14 +69,16 @@ std::string sentencepiece_tokenizer() {
 void exercise(const smolvlm::Tokenizer& tok, std::string_view text) {
   for (bool special : {false, true}) {
     auto ids = tok.encode(text, special);
-    for (bool skip : {false, true}) {
-      std::string full = tok.decode(ids, skip);
-      smolvlm::StreamingDetokenizer stream(tok, skip);
-      std::string streamed;
-      for (int32_t id : ids) streamed += stream.push(id);
-      streamed += stream.finish();
-      if (streamed != full) __builtin_trap();  // the streaming contract
-    }
+    for (bool skip : {false, true})
+      for (bool clean_up : {false, true}) {
+        std::string full = tok.decode(ids, skip);
+        if (clean_up) full = smolvlm::clean_up_tokenization(std::move(full));
+        smolvlm::StreamingDetokenizer stream(tok, skip, clean_up);
+        std::string streamed;
+        for (int32_t id : ids) streamed += stream.push(id);
+        streamed += stream.finish();
+        if (streamed != full) __builtin_trap();  // the streaming contract, with and without clean-up
+      }
   }
 }
 
