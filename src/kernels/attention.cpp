@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 
@@ -23,27 +21,6 @@ constexpr int64_t kQueryBlock = 48;
 // Below this many query rows, rows attend one at a time where the keys lie (decode, short prompts).
 constexpr int64_t kMinBlockRows = 16;
 
-// In place: x[j] = softmax(scale · x)[j] for j < n (HF: scores · scale, then softmax in fp32).
-void scaled_softmax(float* x, int64_t n, float scale, bool avx2) {
-  if (avx2) {
-    const float max_value = detail::scale_max_avx2(x, n, scale);
-    detail::scale_avx2(x, n, 1.0f / detail::exp_sum_avx2(x, n, max_value));
-    return;
-  }
-  float max_value = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
-    x[j] *= scale;
-    max_value = std::max(max_value, x[j]);
-  }
-  float sum = 0.f;
-  for (int64_t j = 0; j < n; ++j) {
-    x[j] = std::exp(x[j] - max_value);
-    sum += x[j];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
-}
-
 void check(const AttentionArgs& a, const AttentionShape& s) {
   const bool ok = s.q_heads > 0 && s.kv_heads > 0 && s.head_dim > 0 && s.q_heads % s.kv_heads == 0 &&
                   a.q_rows >= 0 && a.kv_rows > 0 && a.q_stride >= s.q_heads * s.head_dim &&
@@ -57,15 +34,14 @@ void check(const AttentionArgs& a, const AttentionShape& s) {
 
 
 // Query rows one at a time against the keys/values where they lie (decode, short prompts).
-void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
-                          bool avx2) {
+void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1) {
   thread_local std::vector<float> scores;
   if (scores.size() < static_cast<size_t>(a.kv_rows)) scores.resize(static_cast<size_t>(a.kv_rows));
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads);
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
     dot_rows(a.q + i * a.q_stride + h * D, a.k + kvh * D, a.kv_stride, n_keys, D, scores.data());
-    scaled_softmax(scores.data(), n_keys, a.scale, avx2);
+    scaled_softmax(scores.data(), n_keys, a.scale);
     weighted_sum_rows(scores.data(), a.v + kvh * D, a.kv_stride, n_keys, D, a.out + i * a.out_stride + h * D);
   }
 }
@@ -94,7 +70,7 @@ const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, int64_
 // A block of query rows of one head as two matrix products against the packed keys and values, read
 // from and written to the caller's rows in place. Only the block's rows of the score matrix exist.
 void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1,
-                         bool avx2, uint64_t call) {
+                         uint64_t call) {
   thread_local std::vector<float> scores;
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads), rows = i1 - i0;
   const int64_t n = a.causal ? a.q_pos0 + i1 : a.kv_rows;  // keys any row of the block may see
@@ -104,7 +80,7 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores.data() + r * n;
     const int64_t n_keys = a.causal ? a.q_pos0 + i0 + r + 1 : n;
-    scaled_softmax(row, n_keys, a.scale, avx2);
+    scaled_softmax(row, n_keys, a.scale);
     std::fill(row + n_keys, row + n, 0.f);  // the causal mask
   }
   linear_packed(scores.data(), rows, n, kv.v_transposed, a.out + i0 * a.out_stride + h * D, a.out_stride);
@@ -114,7 +90,6 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
 
 void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool) {
   check(a, s);
-  const bool avx2 = active_kernel_path() != KernelPath::Scalar;
   // Work items are (head, block of query rows), ordered kv head, block, query head of the group, so
   // consecutive items of a thread share packed keys/values. The blocking depends only on q_rows, so
   // each output element is computed the same way whatever the thread count.
@@ -128,9 +103,9 @@ void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool
       const int64_t h = kvh * group + rest % group, i0 = (rest / group) * block;
       const int64_t i1 = std::min(a.q_rows, i0 + block);
       if (block == 1)
-        attend_rows_in_place(a, s, h, i0, i1, avx2);
+        attend_rows_in_place(a, s, h, i0, i1);
       else
-        attend_block_packed(a, s, h, i0, i1, avx2, call);
+        attend_block_packed(a, s, h, i0, i1, call);
     }
   });
 }

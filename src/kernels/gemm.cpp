@@ -37,17 +37,19 @@ void weight_row(const WeightRef& w, int64_t n, float* out) {
   }
 }
 
-void linear_rows(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
-                 int64_t n1) {
-  const int64_t K = w.cols, N = w.rows;
+// Columns [n0, n1) of y (rows ldy floats apart) for x's M rows (ldx floats apart): each element a
+// plain K-order sum.
+void linear_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, const float* bias, float* y,
+                 int64_t ldy, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols;
   std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = n0; n < n1; ++n) {
     weight_row(w, n, row.data());
     for (int64_t m = 0; m < M; ++m) {
-      const float* xm = x + m * K;
+      const float* xm = x + m * ldx;
       float acc = 0.f;
       for (int64_t k = 0; k < K; ++k) acc += xm[k] * row[k];
-      y[m * N + n] = bias ? acc + bias[n] : acc;
+      y[m * ldy + n] = bias ? acc + bias[n] : acc;
     }
   }
 }
@@ -63,29 +65,9 @@ void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
   if (M > 0 && w.rows > 0 && w.cols > 0 && (!x || !w.data)) throw bad_input("linear: null input or weight pointer");
 }
 
-// A 64-byte aligned per-thread scratch area for packed weight blocks, kept between calls.
-class PackBuffer {
- public:
-  ~PackBuffer() { std::free(data_); }
-  float* get(size_t count) {
-    if (count > capacity_) {
-      std::free(data_);
-      const size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-      data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-      capacity_ = data_ ? count : 0;
-      if (!data_) throw internal_error("linear: cannot allocate " + std::to_string(bytes) + " bytes of scratch");
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-thread_local PackBuffer t_packed_weight;  // a worker's current weight block
-thread_local PackBuffer t_packed_input;   // the caller's whole packed x
-thread_local PackBuffer t_packed_rows;    // x of linear_packed()
+thread_local AlignedBuffer t_packed_weight;  // a worker's current weight block
+thread_local AlignedBuffer t_packed_input;   // the caller's whole packed x
+thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
 
 // Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
 // stays in the outer caches while every row block of x streams past it.
@@ -188,16 +170,17 @@ const gemm::GemmKernels* simd_kernels() {
 
 }  // namespace
 
-void PackedWeight::FreeDeleter::operator()(float* p) const { std::free(p); }
+AlignedBuffer::~AlignedBuffer() { std::free(data_); }
 
-float* PackedWeight::reserve(size_t count) {
-  if (count > capacity_) {
+float* AlignedBuffer::get(size_t count) {
+  if (count > capacity_ || !data_) {
+    std::free(data_);
     const size_t bytes = (std::max<size_t>(count, 1) * sizeof(float) + 63) / 64 * 64;
-    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
     capacity_ = data_ ? count : 0;
-    if (!data_) throw internal_error("PackedWeight: cannot allocate " + std::to_string(bytes) + " bytes");
+    if (!data_) throw internal_error("cannot allocate " + std::to_string(bytes) + " bytes of packing scratch");
   }
-  return data_.get();
+  return data_;
 }
 
 namespace {
@@ -266,7 +249,7 @@ void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64
   check_pack(src, rows, cols, ld, transposed ? rows : cols);
   const gemm::GemmKernels* kern = simd_kernels();
   const PanelLayout layout(kern, rows, cols);
-  float* dst = reserve(layout.size());
+  float* dst = data_.get(layout.size());
   if (transposed)
     pack_columns(layout, src, ld, dst);
   else
@@ -283,17 +266,12 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   const gemm::GemmKernels* kern = simd_kernels();
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
-  if (K == 0 || !kern) {  // each element is a K-order sum, as linear_rows computes it
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.f;
-        for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * w.data_[n * K + k];
-        y[m * ldy + n] = acc;
-      }
+  if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
+    linear_rows(x, ldx, M, WeightRef{w.data_.data(), DType::F32, N, K}, nullptr, y, ldy, 0, N);
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
-  const int64_t n_pad = (N + kern->nr - 1) / kern->nr * kern->nr;
+  const int64_t n_pad = PanelLayout(kern, N, K).n_pad;
   float* a = t_packed_rows.get(size_t(K * m_pad));
   pack_input_tiles(*kern, x, ldx, M, K, m_pad, 0, m_tiles, a);
   const PackedInput packed{a, m_pad};
@@ -301,7 +279,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   for (int64_t k0 = 0; k0 < K; k0 += kern->kc) {
     const int64_t kc = std::min<int64_t>(kern->kc, K - k0);
     for (int64_t ic = 0; ic < M; ic += row_block)
-      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.get() + k0 * n_pad, N, kc,
+      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, N, kc,
                   y + ic * ldy, ldy, k0 > 0, nullptr);
   }
   if (kernel_fault_injection()) y[0] += 1e-3f;
@@ -309,7 +287,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   check_arguments(x, M, w, y);
-  linear_rows(x, M, w, bias, y, 0, w.rows);
+  linear_rows(x, w.cols, M, w, bias, y, w.rows, 0, w.rows);
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
@@ -355,7 +333,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
   if (const gemm::GemmKernels* kern = simd_kernels())
     linear_simd(*kern, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
-    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, M, w, bias, y, n0, n1); });
+    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, bias, y, N, n0, n1); });
   if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
 }
 

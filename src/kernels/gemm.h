@@ -5,8 +5,8 @@
 // identical for any --threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 
 #include "core/dtype.h"
@@ -37,6 +37,22 @@ struct LinearOutput {
 // element is computed as linear() would.
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool);
 
+// A 64-byte aligned float array that grows on demand and keeps its memory between uses (packing
+// scratch and packed weights). Growing does not keep the contents.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer();
+  float* get(size_t count);  // room for at least `count` floats
+  const float* data() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
 // An fp32 matrix w [rows, cols] already in the layout the active kernels multiply by (the panels
 // linear() packs a weight into on every call), for a right-hand side reused by many products:
 // attention's keys and values, read by every block of query rows. Packing it once saves that step
@@ -54,13 +70,8 @@ class PackedWeight {
  private:
   friend void linear_packed(const float*, int64_t, int64_t, const PackedWeight&, float*, int64_t);
   void pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed);
-  float* reserve(size_t count);
 
-  struct FreeDeleter {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float[], FreeDeleter> data_;
-  size_t capacity_ = 0;
+  AlignedBuffer data_;
   int64_t rows_ = 0, cols_ = 0;
   int64_t kc_ = 0, nr_ = 0;  // the kernels' blocking it was packed for (0: plain row-major, scalar path)
 };

@@ -167,6 +167,25 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t
   }
 }
 
+void scaled_softmax(float* x, int64_t n, float scale) {
+  if (use_avx2()) {
+    const float max_value = detail::scale_max_avx2(x, n, scale);
+    return detail::scale_avx2(x, n, 1.0f / detail::exp_sum_avx2(x, n, max_value));
+  }
+  float max_value = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] *= scale;
+    max_value = std::max(max_value, x[j]);
+  }
+  float sum = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - max_value);
+    sum += x[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
+}
+
 void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
   if (use_avx2()) return detail::weighted_sum_rows_avx2(p, v, stride, n, D, out);
   std::fill_n(out, D, 0.f);

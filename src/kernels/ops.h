@@ -53,6 +53,8 @@ int64_t argmax(const float* x, int64_t n);
 // scores[j] = q · k_j for j < n, and out = Σ_j p[j]·v_j summed in j order.
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
 void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
+// In place: x[j] = softmax(scale · x)[j] for j < n, as HF's attention (scores · scale, fp32 softmax).
+void scaled_softmax(float* x, int64_t n, float scale);
 
 namespace detail {
 // The AVX2 versions (ops_avx2.cpp), called only when the active path allows them.

@@ -10,7 +10,7 @@
 
 namespace smolvlm::detail {
 
-// R dot products q · k_r (D floats each), every one summed as a lone dot would be: two 8-lane
+// R dot products q · k_r (D floats each), each summed the same way whatever R: two 8-lane
 // accumulators over 16-float steps, one 8-float step, a fixed reduction, then the scalar tail. The
 // R rows share each load of q.
 template <int R>
