@@ -2,18 +2,11 @@
 // which records the sha256 of Pillow's convert("RGB") bytes or the exception Pillow raises).
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "image/image.h"
 #include "image_fixtures.h"
 
 namespace smolvlm {
 namespace {
-
-std::vector<uint8_t> read_file_bytes(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 TEST(BmpRle, MatchesPillow) {
   const auto expected = test::read_json(test::image_data() / "rle_expected.json");
@@ -38,18 +31,7 @@ TEST(BmpRle, MatchesPillow) {
       }
       continue;
     }
-    RgbImage img;
-    try {
-      img = load_image(path);
-    } catch (const Error& err) {
-      ADD_FAILURE() << err.what();
-      continue;
-    }
-    EXPECT_EQ(img.width, e["wh"][0].get<int64_t>());
-    EXPECT_EQ(img.height, e["wh"][1].get<int64_t>());
-    const bool ok = test::sha_of(img.pixels) == e["rgb_sha256"].get<std::string>();
-    EXPECT_TRUE(ok) << "Pillow mode " << e["mode"];
-    matched += ok;
+    matched += test::expect_decodes_to(path, e["wh"], e["rgb_sha256"], "Pillow mode " + e["mode"].dump());
   }
   EXPECT_EQ(matched, 13);
   EXPECT_EQ(refused, 7);
@@ -60,7 +42,7 @@ TEST(BmpRle, MatchesPillow) {
 TEST(BmpRle, EveryTruncationIsCleanAndAgreesWithTheFullFile) {
   for (const char* file : {"rle8_bottomup.bmp", "rle4_topdown.bmp", "rle8_delta.bmp", "rle4_abs_odd.bmp"}) {
     SCOPED_TRACE(file);
-    const auto bytes = read_file_bytes(test::image_data() / "rle" / file);
+    const auto bytes = test::read_bytes(test::image_data() / "rle" / file);
     const RgbImage full = load_image_from_memory(bytes.data(), bytes.size(), file);
     for (size_t cut = 0; cut < bytes.size(); ++cut) {
       try {

@@ -4,7 +4,6 @@
 
 #include <zlib.h>
 
-#include <fstream>
 
 #include "image/idefics3.h"
 #include "image/image.h"
@@ -12,11 +11,6 @@
 
 namespace smolvlm {
 namespace {
-
-std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 ErrorKind load_error_kind(const std::vector<uint8_t>& bytes, const std::string& name, std::string* message = nullptr,
                           DecodeLimits limits = {}) {
@@ -37,7 +31,7 @@ TEST(Corrupt, EveryReferenceFailureIsAnError) {
     const std::string file = e["file"];
     SCOPED_TRACE(file);
     std::string msg;
-    const ErrorKind kind = load_error_kind(read_bytes(test::image_data() / "corrupt" / file), file, &msg);
+    const ErrorKind kind = load_error_kind(test::read_bytes(test::image_data() / "corrupt" / file), file, &msg);
     EXPECT_NE(kind, ErrorKind::Internal) << msg;
     EXPECT_NE(msg.find(file), std::string::npos) << "message should name the file: " << msg;
     if (e["exception"] == "PIL.Image.DecompressionBombError") {
@@ -52,7 +46,7 @@ TEST(Corrupt, EveryReferenceFailureIsAnError) {
 TEST(Corrupt, TruncatedOddImagesFailCleanly) {
   const auto goldens = test::read_json(test::image_data() / "goldens_pre.json");
   for (const auto& [file, g] : goldens.items()) {
-    const auto bytes = read_bytes(test::image_data() / "odd" / file);
+    const auto bytes = test::read_bytes(test::image_data() / "odd" / file);
     if (bytes.size() > 200000) continue;  // keeps the sanitizer run short
     SCOPED_TRACE(file);
     // Half the file is never enough.
@@ -74,7 +68,7 @@ TEST(Corrupt, FlippedBytesNeverCrash) {
   uint32_t state = 12345;
   for (const char* file : {"pillow_hopper.jpg", "pillow_hopper.png", "pillow_hopper.webp", "pillow_hopper.gif",
                            "pillow_bmp_pal4.bmp", "gen_progressive_cjpeg.jpg", "pillow_pil123p.png"}) {
-    const auto bytes = read_bytes(test::image_data() / "odd" / file);
+    const auto bytes = test::read_bytes(test::image_data() / "odd" / file);
     for (int trial = 0; trial < 20; ++trial) {
       auto mutated = bytes;
       for (int k = 0; k < 4; ++k) {
@@ -97,7 +91,7 @@ TEST(Corrupt, FlippedBytesNeverCrash) {
 TEST(Corrupt, RleBmpStreams) {
   uint32_t state = 777;
   for (const char* file : {"rle8_bottomup.bmp", "rle4_bottomup.bmp", "rle8_delta.bmp", "rle8_overrun.bmp"}) {
-    const auto bytes = read_bytes(test::image_data() / "rle" / file);
+    const auto bytes = test::read_bytes(test::image_data() / "rle" / file);
     for (int trial = 0; trial < 200; ++trial) {
       auto mutated = bytes;
       for (int k = 0; k < 3; ++k) {
@@ -117,7 +111,7 @@ TEST(Corrupt, RleBmpStreams) {
   for (const char* file : {"err_rle8_truncated.bmp", "err_rle8_early_eob.bmp", "err_rle8_delta_cut.bmp",
                            "err_rle4_abs_cut.bmp", "err_rle4_odd_desync.bmp"}) {
     std::string msg;
-    EXPECT_EQ(load_error_kind(read_bytes(test::image_data() / "rle" / file), file, &msg), ErrorKind::BadInput) << msg;
+    EXPECT_EQ(load_error_kind(test::read_bytes(test::image_data() / "rle" / file), file, &msg), ErrorKind::BadInput) << msg;
     EXPECT_NE(msg.find("corrupt RLE BMP"), std::string::npos) << msg;
   }
 }
@@ -154,7 +148,7 @@ TEST(Corrupt, DeclaredSizesAreCheckedBeforeAllocating) {
   EXPECT_EQ(load_error_kind(png_with_size(12000, 10000), "big.png", &msg), ErrorKind::BadInput);
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   // The limit is configurable.
-  const auto hopper = read_bytes(test::image_data() / "odd" / "pillow_hopper.jpg");
+  const auto hopper = test::read_bytes(test::image_data() / "odd" / "pillow_hopper.jpg");
   EXPECT_EQ(load_error_kind(hopper, "hopper.jpg", &msg, DecodeLimits{128 * 128 - 1}), ErrorKind::BadInput);
   EXPECT_NO_THROW(load_image_from_memory(hopper.data(), hopper.size(), "hopper.jpg", DecodeLimits{128 * 128}));
 }

@@ -127,8 +127,7 @@ TEST(Idefics3, LoadAndPreprocessMatchesTheGoldens) {
     }
   }
   set_resize_threads(2);
-  std::ifstream f(test::image_data() / "odd" / "gen_2500x1100.jpg", std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = test::read_bytes(test::image_data() / "odd" / "gen_2500x1100.jpg");
   for (size_t cut : {bytes.size() / 2, bytes.size() - 2, size_t{700}}) {
     try {
       load_and_preprocess_idefics3(bytes.data(), cut, "cut.jpg", smolvlm_config());
