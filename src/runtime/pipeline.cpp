@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "image/idefics3.h"
-#include "image/image.h"
 #include "image/resample.h"
 #include "io/npy.h"
 #include "kernels/cpu.h"
