@@ -89,16 +89,29 @@ std::atomic<bool> g_fault{false};
 void set_kernel_fault_injection(bool on) { g_fault.store(on); }
 bool kernel_fault_injection() { return g_fault.load(std::memory_order_relaxed); }
 
+namespace {
+
+// SMOLVLM_KERNELS and the CPU's best path, read once: kernels ask for the active path on every call.
+// An invalid setting is not cached, so every call reports it.
+KernelPath default_kernel_path() {
+  static const KernelPath path = [] {
+    if (const char* env = std::getenv("SMOLVLM_KERNELS"); env && *env) {
+      KernelPath p = parse_path(env);
+      if (!kernel_path_supported(p))
+        throw unsupported(std::string("SMOLVLM_KERNELS=") + env + ": this CPU cannot run that kernel path");
+      return p;
+    }
+    return best_kernel_path();
+  }();
+  return path;
+}
+
+}  // namespace
+
 KernelPath active_kernel_path() {
-  int forced = g_forced.load();
+  int forced = g_forced.load(std::memory_order_relaxed);
   if (forced >= 0) return static_cast<KernelPath>(forced);
-  if (const char* env = std::getenv("SMOLVLM_KERNELS"); env && *env) {
-    KernelPath p = parse_path(env);
-    if (!kernel_path_supported(p))
-      throw unsupported(std::string("SMOLVLM_KERNELS=") + env + ": this CPU cannot run that kernel path");
-    return p;
-  }
-  return best_kernel_path();
+  return default_kernel_path();
 }
 
 }  // namespace smolvlm

@@ -154,60 +154,55 @@ BpeModel::BpeModel(const json& model, BpeTables tables, const std::string& where
   for (auto& [token, id] : tables.vocab) {
     if (id < 0 || id >= limit)
       throw bad_input(where + ".vocab[\"" + token + "\"]: id " + std::to_string(id) + " out of range [0, " + std::to_string(limit) + ")");
-    vocab_[token] = static_cast<int32_t>(id);  // a repeated key: the last one wins, as in the JSON tree
+    // A repeated key: the last one wins, as in the JSON tree.
+    vocab_.insert_or_assign(std::move(token), static_cast<int32_t>(id));
     max_id = std::max(max_id, id);
   }
-  id_to_token_.assign(static_cast<size_t>(max_id + 1), {});
-  has_token_.assign(static_cast<size_t>(max_id + 1), false);
-  for (auto& [tok, id] : vocab_) {
-    id_to_token_[id] = tok;
-    has_token_[id] = true;
-  }
+  id_to_key_.assign(static_cast<size_t>(max_id + 1), -1);
+  for (size_t i = 0; i < vocab_.size(); ++i) id_to_key_[static_cast<size_t>(vocab_.value(i))] = static_cast<int32_t>(i);
 
   std::string unk = optional_string(model, "unk_token", where);
   if (!unk.empty()) {
-    auto it = vocab_.find(unk);
-    if (it == vocab_.end()) throw bad_input(where + ".unk_token: \"" + unk + "\" is not in the vocabulary");
-    unk_id_ = it->second;
+    const int32_t id = vocab_.find(unk);
+    if (id < 0) throw bad_input(where + ".unk_token: \"" + unk + "\" is not in the vocabulary");
+    unk_id_ = id;
   }
   static const char* hex = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-    auto it = vocab_.find(name);
-    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
-  }
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">");
 
   merges_.reserve(tables.merges.size());
   const size_t prefix_len = continuing_subword_prefix_.size();
+  std::string merged;
   for (size_t rank = 0; rank < tables.merges.size(); ++rank) {
     const auto& [a, b] = tables.merges[rank];
-    auto ia = vocab_.find(a), ib = vocab_.find(b);
-    if (ia == vocab_.end() || ib == vocab_.end())
-      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: token \"" + (ia == vocab_.end() ? a : b) + "\" is not in the vocabulary");
-    std::string merged = a + (b.size() >= prefix_len && b.compare(0, prefix_len, continuing_subword_prefix_) == 0 ? b.substr(prefix_len) : b);
-    auto im = vocab_.find(merged);
-    if (im == vocab_.end())
+    const int32_t ia = vocab_.find(a), ib = vocab_.find(b);
+    if (ia < 0 || ib < 0)
+      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: token \"" + (ia < 0 ? a : b) + "\" is not in the vocabulary");
+    const bool prefixed = b.size() >= prefix_len && b.compare(0, prefix_len, continuing_subword_prefix_) == 0;
+    merged.assign(a).append(b, prefixed ? prefix_len : 0);
+    const int32_t im = vocab_.find(merged);
+    if (im < 0)
       throw bad_input(where + ".merges[" + std::to_string(rank) + "]: merged token \"" + merged + "\" is not in the vocabulary");
-    merges_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(rank), im->second});
+    merges_.insert(ia, ib, {static_cast<int32_t>(rank), im});
   }
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
-  auto it = vocab_.find(token);
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  const int32_t id = vocab_.find(token);
+  if (id < 0) return std::nullopt;
+  return id;
 }
 
 const std::string* BpeModel::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_token_[id]) return nullptr;
-  return &id_to_token_[id];
+  if (id < 0 || static_cast<size_t>(id) >= id_to_key_.size() || id_to_key_[id] < 0) return nullptr;
+  return &vocab_.key(static_cast<size_t>(id_to_key_[id]));
 }
 
 void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (ignore_merges_) {
-    if (auto it = vocab_.find(word); it != vocab_.end()) {
-      out.push_back(it->second);
+    if (const int32_t id = vocab_.find(word); id >= 0) {
+      out.push_back(id);
       return;
     }
   }
@@ -252,9 +247,9 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     piece.append(word.substr(i, n));
     if (last) piece += end_of_word_suffix_;
     i += n;
-    if (auto it = vocab_.find(piece); it != vocab_.end()) {
+    if (const int32_t id = vocab_.find(piece); id >= 0) {
       if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
-      add(it->second);
+      add(id);
       continue;
     }
     if (byte_fallback_) {
@@ -282,8 +277,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
   auto consider = [&](int32_t pos) {
     int32_t next = symbols[pos].next;
     if (next < 0) return;
-    auto it = merges_.find(pair_key(symbols[pos].id, symbols[next].id));
-    if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.new_id});
+    if (const MergeTable::Merge* m = merges_.find(symbols[pos].id, symbols[next].id))
+      queue.push({m->rank, pos, m->new_id});
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i);
   while (!queue.empty()) {
@@ -291,8 +286,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     queue.pop();
     Symbol& s = symbols[c.pos];
     if (!s.alive || s.next < 0) continue;
-    auto it = merges_.find(pair_key(s.id, symbols[s.next].id));
-    if (it == merges_.end() || it->second.rank != c.rank || it->second.new_id != c.new_id) continue;  // stale
+    const MergeTable::Merge* m = merges_.find(s.id, symbols[s.next].id);
+    if (!m || m->rank != c.rank || m->new_id != c.new_id) continue;  // stale
     Symbol& right = symbols[s.next];
     right.alive = false;
     s.id = c.new_id;

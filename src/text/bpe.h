@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/token_index.h"
+
 namespace smolvlm::text {
 
 struct StringHash {
@@ -43,20 +45,14 @@ class BpeModel {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // nullptr when `id` has no vocabulary entry.
   const std::string* id_to_token(int32_t id) const;
-  int64_t id_limit() const { return static_cast<int64_t>(id_to_token_.size()); }  // max id + 1
+  int64_t id_limit() const { return static_cast<int64_t>(id_to_key_.size()); }  // max id + 1
 
  private:
-  struct Merge {
-    int32_t rank;
-    int32_t new_id;
-  };
-  static uint64_t pair_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
 
-  TokenIdMap vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> has_token_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  TokenIndex vocab_;
+  std::vector<int32_t> id_to_key_;  // id -> vocab_ entry, -1 for an id no token has
+  MergeTable merges_;
   std::optional<int32_t> unk_id_;
   std::string continuing_subword_prefix_, end_of_word_suffix_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;

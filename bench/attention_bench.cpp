@@ -1,0 +1,77 @@
+// attention() on the shapes of the models: a SigLIP tile (1024 patches, 12 heads of 64, all keys
+// visible) and a SmolLM2-135M prefill of 1141 tokens (9 query heads over 3 kv heads of 64, causal).
+// GFLOP/s counts the two products (q·kᵀ and p·v) only, over the keys each query sees, so the figure
+// compares directly with the GEMM benchmarks.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cpu.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+struct Case {
+  int64_t rows, q_heads, kv_heads, head_dim;
+  bool causal;
+};
+
+int bench_threads() {
+  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
+  int t = env ? std::atoi(env) : 2;
+  return t >= 1 ? t : 2;
+}
+
+smolvlm::ThreadPool& pool() {
+  static smolvlm::ThreadPool p(bench_threads());
+  return p;
+}
+
+void bm_attention(benchmark::State& state, Case c) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  const int64_t q_width = c.q_heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  std::vector<float> q(size_t(c.rows * q_width)), k(size_t(c.rows * kv_width)), v(k.size()), out(q.size());
+  for (auto* buf : {&q, &k, &v})
+    for (float& x : *buf) x = dist(rng);
+  smolvlm::AttentionArgs a;
+  a.q = q.data();
+  a.q_rows = c.rows;
+  a.q_stride = q_width;
+  a.k = k.data();
+  a.v = v.data();
+  a.kv_rows = c.rows;
+  a.kv_stride = kv_width;
+  a.scale = 0.125f;
+  a.causal = c.causal;
+  a.out = out.data();
+  a.out_stride = q_width;
+  for (auto _ : state) {
+    smolvlm::attention(a, {c.q_heads, c.kv_heads, c.head_dim}, pool());
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Score pairs: every (query, key) a query sees.
+  const double pairs = c.causal ? double(c.rows) * double(c.rows + 1) / 2 : double(c.rows) * double(c.rows);
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * double(c.head_dim * c.q_heads) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int register_all() {
+  benchmark::RegisterBenchmark("attention/siglip_tile_1024x12x64", bm_attention, Case{1024, 12, 12, 64, false})
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("attention/llama_prefill_1141x9x3x64_causal", bm_attention,
+                               Case{1141, 9, 3, 64, true})
+      ->UseRealTime();
+  benchmark::AddCustomContext("threads", std::to_string(bench_threads()));
+  benchmark::AddCustomContext("smolvlm_kernel_path", smolvlm::kernel_path_name(smolvlm::active_kernel_path()));
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
