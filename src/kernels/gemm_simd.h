@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm.h"
@@ -142,19 +143,32 @@ inline float dot_row(const float* x, const void* w, int64_t offset, int64_t K) {
   return s;
 }
 
+// Requests every cache line of weight row n.
+template <DType DT>
+inline void prefetch_row(const WeightRef& w, int64_t n) {
+  const char* row = static_cast<const char*>(w.data) + n * w.cols * weight_bytes<DT>();
+  for (int64_t b = 0; b < w.cols * weight_bytes<DT>(); b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+}
+
 // Rows [n0, n1) of y for M rows of x. Decode is bound by how fast the weights stream in: the rows a
 // thread reads are contiguous, so reading each row front to back makes the range one sequential
-// stream, which the hardware prefetcher follows at the machine's read bandwidth (interleaving
-// several rows, or software prefetches, measured slower). Rows of x after the first reuse the weight
-// row from L1.
+// stream (interleaving several rows measured slower). Rows of x after the first reuse the weight row
+// from L1.
 template <DType DT>
 void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
-  for (int64_t n = n0; n < n1; ++n)
+  // Rows are requested about 9 KB ahead of the one being read: one stream per thread is limited by
+  // how many lines the hardware prefetcher keeps in flight, and decode measured 7-10 % faster with
+  // this (alternating runs; 4 and 8 rows of 576 BF16 both helped).
+  const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<DT>() - 1) / (K * weight_bytes<DT>()));
+  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<DT>(w, n);
+  for (int64_t n = n0; n < n1; ++n) {
+    if (n + ahead < n1) prefetch_row<DT>(w, n + ahead);
     for (int64_t m = 0; m < M; ++m) {
       const float s = dot_row<DT>(x + m * K, w.data, n * K, K);
       y[m * N + n] = bias ? s + bias[n] : s;
     }
+  }
 }
 
 constexpr int kGemvMaxM = 4;
