@@ -76,6 +76,25 @@ TEST_P(OpsOnPath, AttentionMatchesTheFormula) {
   check_attention(50, 3, true, 40.f, 1e-4);
 }
 
+TEST_P(OpsOnPath, AttentionDoesNotDependOnTheThreadCount) {
+  for (bool causal : {false, true}) {
+    const int64_t qh = 6, kvh = 2, D = 16, q_rows = 150, q_pos0 = causal ? 9 : 0, kv_rows = q_rows + q_pos0;
+    const auto q = random_vector(q_rows * qh * D, 14), k = random_vector(kv_rows * kvh * D, 15),
+               v = random_vector(kv_rows * kvh * D, 16);
+    auto run = [&](int threads) {
+      std::vector<float> out(q_rows * qh * D);
+      AttentionArgs a{q.data(), q_rows, qh * D, k.data(), v.data(), kv_rows, kvh * D, 0.25f, causal, q_pos0,
+                      out.data(), qh * D};
+      ThreadPool pool(threads);
+      attention(a, AttentionShape{qh, kvh, D}, pool);
+      return out;
+    };
+    const std::vector<float> one = run(1);
+    EXPECT_EQ(one, run(2)) << (causal ? "causal" : "all keys");
+    EXPECT_EQ(one, run(3)) << (causal ? "causal" : "all keys");
+  }
+}
+
 TEST_P(OpsOnPath, NormsMatchTheFormulas) {
   const int64_t rows = 3, dim = 37;
   const auto x = random_vector(rows * dim, 4), w = random_vector(dim, 5), b = random_vector(dim, 6);
