@@ -30,15 +30,17 @@ std::string merge_error(const std::string& where, size_t rank, const json& m) {
   return where + ".merges[" + std::to_string(rank) + "]: expected \"a b\" or [\"a\", \"b\"], got " + m.dump();
 }
 
+// One merge spelled "a b".
+std::pair<std::string, std::string> split_merge(const std::string& s, size_t rank, const std::string& where) {
+  const size_t space = s.find(' ');
+  if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+    throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\", got \"" + s + "\"");
+  return {s.substr(0, space), s.substr(space + 1)};
+}
+
 // One merge, "a b" or ["a", "b"].
 std::pair<std::string, std::string> parse_merge(const json& m, size_t rank, const std::string& where) {
-  if (m.is_string()) {
-    const std::string& s = m.get_ref<const std::string&>();
-    size_t space = s.find(' ');
-    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-      throw bad_input(where + ".merges[" + std::to_string(rank) + "]: expected \"a b\", got \"" + s + "\"");
-    return {s.substr(0, space), s.substr(space + 1)};
-  }
+  if (m.is_string()) return split_merge(m.get_ref<const std::string&>(), rank, where);
   if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
     return {m[0].get<std::string>(), m[1].get<std::string>()};
   throw bad_input(merge_error(where, rank, m));
@@ -65,73 +67,191 @@ void read_tables(const json& model, BpeTables& t, const std::string& where) {
 
 }  // namespace
 
-json::parser_callback_t bpe_tables_capture(BpeTables& tables, const std::string& where) {
-  // Depth d holds the members of the container opened at depth d - 1 (the root is depth 0).
-  struct State {
-    std::vector<bool> in_object{false};  // per depth: members belong to an object (else an array)
-    std::vector<std::string> key{""};    // per depth: the current member's key
-    std::string pending_token;           // the vocab key whose id comes next
-  };
-  auto st = std::make_shared<State>();
-  return [st, &tables, where](int depth, json::parse_event_t event, json& parsed) -> bool {
-    using E = json::parse_event_t;
-    State& s = *st;
-    const size_t d = static_cast<size_t>(depth);
-    auto member_of = [&](size_t depth_of_member, const char* k) {
-      return s.in_object.size() > depth_of_member && s.in_object[depth_of_member] && s.key[depth_of_member] == k;
-    };
-    // root.model.<k> is the container whose members sit at depth 3.
-    auto inside = [&](const char* k) { return d == 3 && member_of(1, "model") && member_of(2, k); };
-    if (event == E::object_start || event == E::array_start) {
-      const bool object = event == E::object_start;
-      if (inside("vocab") && s.in_object[3]) throw bad_input(vocab_entry_error(where, s.pending_token));
-      if (inside("merges") && !s.in_object[3] && object)
-        throw bad_input(where + ".merges[" + std::to_string(tables.merges.size()) + "]: expected \"a b\" or [\"a\", \"b\"], got an object");
-      if (d == 2 && member_of(1, "model") && s.in_object[2]) {  // root.model.vocab / .merges themselves
-        if (s.key[2] == "vocab" && object) {
-          tables.vocab.clear();
-          tables.has_vocab = true;
-        } else if (s.key[2] == "merges" && !object) {
-          tables.merges.clear();
-          tables.has_merges = true;
-        }
-      }
-      s.in_object.resize(d + 2);
-      s.key.resize(d + 2);
-      s.in_object[d + 1] = object;
-      s.key[d + 1].clear();
+namespace {
+
+// SAX events of tokenizer.json into a JSON tree, except root.model.vocab (an object) and
+// root.model.merges (an array): their members go straight into BpeTables, and the tree keeps them
+// empty. Repeated keys overwrite, as in nlohmann's own tree.
+class TokenizerJsonSax : public json::json_sax_t {
+ public:
+  TokenizerJsonSax(json& root, BpeTables& tables, const std::string& where)
+      : root_(root), tables_(tables), where_(where) {}
+
+  bool null() override { return value(json(nullptr)); }
+  bool boolean(bool v) override { return value(json(v)); }
+  bool number_integer(number_integer_t v) override {
+    if (mode_ == Mode::Vocab) return vocab_id(v);
+    return value(json(v));
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (mode_ == Mode::Vocab) return vocab_id(static_cast<int64_t>(v));  // as json::get<int64_t>()
+    return value(json(v));
+  }
+  bool number_float(number_float_t v, const string_t&) override {
+    if (mode_ == Mode::Vocab) throw bad_input(vocab_entry_error(where_, pending_token_));
+    return value(json(v));
+  }
+  bool string(string_t& v) override {
+    if (mode_ == Mode::MergeElement && element_plain_ && frames_.size() == element_depth_) {
+      element_strings_.push_back(std::move(v));
       return true;
     }
-    if (event == E::object_end || event == E::array_end) {
-      s.in_object.resize(d + 1);
-      s.key.resize(d + 1);
-      // A ["a", "b"] merge: taken out of the tree once complete.
-      if (event == E::array_end && inside("merges") && !s.in_object[3]) {
-        tables.merges.push_back(parse_merge(parsed, tables.merges.size(), where));
-        return false;
-      }
+    if (mode_ == Mode::Merges) {
+      tables_.merges.push_back(split_merge(v, tables_.merges.size(), where_));
       return true;
     }
-    if (event == E::key) {
-      if (d < s.key.size()) s.key[d] = parsed.get<std::string>();
-      if (inside("vocab") && s.in_object[3] && tables.has_vocab) {
-        s.pending_token = s.key[3];
-        return false;  // no tree node for the entry
-      }
+    if (mode_ == Mode::Vocab) throw bad_input(vocab_entry_error(where_, pending_token_));
+    return value(json(std::move(v)));
+  }
+  bool binary(binary_t&) override { throw internal_error("tokenizer.json: binary value from a text parser"); }
+
+  bool key(string_t& k) override {
+    if (mode_ == Mode::Vocab) {
+      pending_token_ = std::move(k);
       return true;
     }
-    // E::value
-    if (inside("vocab") && s.in_object[3] && tables.has_vocab) {
-      if (!parsed.is_number_integer()) throw bad_input(vocab_entry_error(where, s.pending_token));
-      tables.vocab.emplace_back(std::move(s.pending_token), parsed.get<int64_t>());
-      return false;
-    }
-    if (inside("merges") && !s.in_object[3] && tables.has_merges) {
-      tables.merges.push_back(parse_merge(parsed, tables.merges.size(), where));
-      return false;
-    }
+    Frame& f = frames_.back();
+    f.key = k;
+    if (mode_ == Mode::Tree || mode_ == Mode::MergeElement) member_ = &(*f.node)[k];
     return true;
+  }
+
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    throw ex;  // rethrown as the parser's own exception type, as json::parse does
+  }
+
+ private:
+  enum class Mode { Tree, Vocab, Merges, MergeElement };
+  struct Frame {
+    json* node;    // the container in the tree (the empty stand-in for vocab / merges)
+    bool object;
+    std::string key;  // the member being read, in an object
   };
+
+  // root.model.<k>: a container opened directly inside root.model.
+  bool at_model_member(const char* k) const {
+    return frames_.size() == 2 && frames_[0].object && frames_[0].key == "model" && frames_[1].object &&
+           frames_[1].key == k;
+  }
+
+  // Places a value in the tree: the root, the next array element or the pending object member.
+  json* place(json&& v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& parent = *frames_.back().node;
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+
+  bool value(json&& v) {
+    if (mode_ == Mode::Merges) {  // a merge that is neither a string nor an array
+      tables_.merges.push_back(parse_merge(v, tables_.merges.size(), where_));
+      return true;
+    }
+    if (mode_ == Mode::MergeElement) materialize_element();
+    place(std::move(v));
+    return true;
+  }
+
+  // An array merge holding something other than strings: from here on it is built as a tree, for
+  // parse_merge to describe in its error.
+  void materialize_element() {
+    if (!element_plain_) return;
+    for (std::string& str : element_strings_) element_.push_back(std::move(str));
+    element_strings_.clear();
+    element_plain_ = false;
+  }
+
+  bool vocab_id(int64_t id) {
+    tables_.vocab.emplace_back(std::move(pending_token_), id);
+    return true;
+  }
+
+  bool open(bool object) {
+    if (mode_ == Mode::Vocab) throw bad_input(vocab_entry_error(where_, pending_token_));
+    if (mode_ == Mode::Merges) {
+      if (object)
+        throw bad_input(where_ + ".merges[" + std::to_string(tables_.merges.size()) +
+                        "]: expected \"a b\" or [\"a\", \"b\"], got an object");
+      // A ["a", "b"] merge: its strings are collected and checked when it closes.
+      element_ = json::array();
+      element_strings_.clear();
+      element_plain_ = true;
+      frames_.push_back({&element_, false, {}});
+      mode_ = Mode::MergeElement;
+      element_depth_ = frames_.size();
+      return true;
+    }
+    if (mode_ == Mode::MergeElement) materialize_element();
+    if (mode_ == Mode::Tree && object && at_model_member("vocab")) {
+      json* stand_in = place(json::object());
+      tables_.vocab.clear();
+      tables_.has_vocab = true;
+      frames_.push_back({stand_in, true, {}});
+      mode_ = Mode::Vocab;
+      return true;
+    }
+    if (mode_ == Mode::Tree && !object && at_model_member("merges")) {
+      json* stand_in = place(json::array());
+      tables_.merges.clear();
+      tables_.has_merges = true;
+      frames_.push_back({stand_in, false, {}});
+      mode_ = Mode::Merges;
+      return true;
+    }
+    json* node = place(object ? json::object() : json::array());
+    frames_.push_back({node, object, {}});
+    return true;
+  }
+
+  bool close() {
+    if (mode_ == Mode::MergeElement && frames_.size() == element_depth_) {
+      frames_.pop_back();
+      mode_ = Mode::Merges;
+      if (element_plain_ && element_strings_.size() == 2) {
+        tables_.merges.emplace_back(std::move(element_strings_[0]), std::move(element_strings_[1]));
+        return true;
+      }
+      materialize_element();
+      tables_.merges.push_back(parse_merge(element_, tables_.merges.size(), where_));
+      return true;
+    }
+    if (mode_ == Mode::Vocab || mode_ == Mode::Merges) mode_ = Mode::Tree;
+    frames_.pop_back();
+    return true;
+  }
+
+  json& root_;
+  BpeTables& tables_;
+  const std::string& where_;
+  std::vector<Frame> frames_;
+  json* member_ = nullptr;
+  Mode mode_ = Mode::Tree;
+  std::string pending_token_;  // the vocab key whose id comes next
+  json element_;               // the array merge being read, once it holds more than strings
+  std::vector<std::string> element_strings_;  // its strings, while it holds only strings
+  bool element_plain_ = true;
+  size_t element_depth_ = 0;
+};
+
+}  // namespace
+
+json parse_tokenizer_json(const std::string& text, BpeTables& tables, const std::string& where) {
+  json root;
+  TokenizerJsonSax sax(root, tables, where);
+  json::sax_parse(text, &sax);
+  return root;
 }
 
 BpeModel::BpeModel(const json& model, BpeTables tables, const std::string& where) {

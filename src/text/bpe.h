@@ -23,21 +23,22 @@ struct StringHash {
 };
 using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
-// model.vocab and model.merges of tokenizer.json in file order: most of the file, so they can be read
-// while it is parsed instead of through the JSON tree (bpe_tables_capture).
+// model.vocab and model.merges of tokenizer.json in file order: most of the file, so they are read
+// while it is parsed instead of through the JSON tree (parse_tokenizer_json).
 struct BpeTables {
   std::vector<std::pair<std::string, int64_t>> vocab;
   std::vector<std::pair<std::string, std::string>> merges;
   bool has_vocab = false, has_merges = false;  // false: read them from the model object
 };
 
-// A json::parse callback that moves root.model.vocab (an object) and root.model.merges (an array)
-// into `tables` as they are parsed; the parsed tree keeps them empty. Errors name `where` (the model).
-nlohmann::json::parser_callback_t bpe_tables_capture(BpeTables& tables, const std::string& where);
+// Parses tokenizer.json into a tree, moving root.model.vocab (an object) and root.model.merges (an
+// array) into `tables` as they are read; the tree keeps them empty. Syntax errors throw
+// nlohmann::json::exception; malformed entries, Error(BadInput) naming `where` (the model).
+nlohmann::json parse_tokenizer_json(const std::string& text, BpeTables& tables, const std::string& where);
 
 class BpeModel {
  public:
-  // `tables` holds what bpe_tables_capture took out of `model` (or nothing: then `model` has it all).
+  // `tables` holds what parse_tokenizer_json took out of `model` (or nothing: then `model` has it all).
   BpeModel(const nlohmann::json& model, BpeTables tables, const std::string& where);
 
   // Appends the ids of one pre-token.

@@ -235,7 +235,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& json_text, co
   nlohmann::json root;
   text::BpeTables tables;  // the vocabulary and merges, read while parsing (most of the file)
   try {
-    root = nlohmann::json::parse(json_text, text::bpe_tables_capture(tables, name + ": model"));
+    root = text::parse_tokenizer_json(json_text, tables, name + ": model");
   } catch (const nlohmann::json::exception& e) {
     throw bad_input(name + ": not valid JSON: " + e.what());
   }
