@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
+#include "bench_threads.h"
 
 namespace {
 
@@ -18,17 +19,6 @@ struct Case {
   int64_t rows, q_heads, kv_heads, head_dim;
   bool causal;
 };
-
-int bench_threads() {
-  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
-  int t = env ? std::atoi(env) : 2;
-  return t >= 1 ? t : 2;
-}
-
-smolvlm::ThreadPool& pool() {
-  static smolvlm::ThreadPool p(bench_threads());
-  return p;
-}
 
 void bm_attention(benchmark::State& state, Case c) {
   std::mt19937 rng(7);
@@ -50,7 +40,7 @@ void bm_attention(benchmark::State& state, Case c) {
   a.out = out.data();
   a.out_stride = q_width;
   for (auto _ : state) {
-    smolvlm::attention(a, {c.q_heads, c.kv_heads, c.head_dim}, pool());
+    smolvlm::attention(a, {c.q_heads, c.kv_heads, c.head_dim}, smolvlm::bench::bench_pool());
     benchmark::DoNotOptimize(out.data());
   }
   // Score pairs: every (query, key) a query sees.
@@ -65,7 +55,7 @@ int register_all() {
   benchmark::RegisterBenchmark("attention/llama_prefill_1141x9x3x64_causal", bm_attention,
                                Case{1141, 9, 3, 64, true})
       ->UseRealTime();
-  benchmark::AddCustomContext("threads", std::to_string(bench_threads()));
+  benchmark::AddCustomContext("threads", std::to_string(smolvlm::bench::bench_threads()));
   benchmark::AddCustomContext("smolvlm_kernel_path", smolvlm::kernel_path_name(smolvlm::active_kernel_path()));
   return 0;
 }

@@ -8,14 +8,9 @@
 #include "kernels/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
+#include "bench_threads.h"
 
 namespace {
-
-int bench_threads() {
-  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
-  int t = env ? std::atoi(env) : 2;
-  return t >= 1 ? t : 2;
-}
 
 void bm_fma_peak(benchmark::State& state, smolvlm::KernelPath path, int threads) {
   smolvlm::ThreadPool pool(threads);
@@ -32,7 +27,7 @@ void bm_triad(benchmark::State& state, int threads) {
 }
 
 int register_all() {
-  for (int threads : {1, bench_threads()}) {
+  for (int threads : {1, smolvlm::bench::bench_threads()}) {
     const std::string t = "/threads:" + std::to_string(threads);
     for (smolvlm::KernelPath p : smolvlm::supported_kernel_paths())
       benchmark::RegisterBenchmark((std::string("fma_peak/") + smolvlm::kernel_path_name(p) + t).c_str(), bm_fma_peak,
@@ -40,7 +35,7 @@ int register_all() {
           ->Iterations(1)
           ->UseRealTime();
     benchmark::RegisterBenchmark(("triad" + t).c_str(), bm_triad, threads)->Iterations(1)->UseRealTime();
-    if (threads == bench_threads()) break;
+    if (threads == smolvlm::bench::bench_threads()) break;
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
+#include "bench_threads.h"
 
 #ifdef SMOLVLM_HAVE_OPENBLAS
 #include <cblas.h>
@@ -35,17 +36,6 @@ const Shape kShapes[] = {
     {1141, 576, 1536, "prefill mlp down"}, {1141, 1536, 576, "prefill mlp up"},
     {1, 576, 1536, "decode mlp down"},     {1, 49280, 576, "decode lm_head"},
 };
-
-int bench_threads() {
-  const char* env = std::getenv("SMOLVLM_BENCH_THREADS");
-  int t = env ? std::atoi(env) : 2;
-  return t >= 1 ? t : 2;
-}
-
-smolvlm::ThreadPool& pool() {
-  static smolvlm::ThreadPool p(bench_threads());
-  return p;
-}
 
 struct Operands {
   std::vector<float> x, w32, y;
@@ -81,7 +71,7 @@ void bm_ours(benchmark::State& state, Shape s, DType dt) {
   Operands o = make_operands(s, dt);
   smolvlm::WeightRef w{dt == DType::F32 ? static_cast<const void*>(o.w32.data()) : o.w16.data(), dt, s.N, s.K};
   for (auto _ : state) {
-    smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), pool());
+    smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), smolvlm::bench::bench_pool());
     benchmark::DoNotOptimize(o.y.data());
   }
   set_counters(state, s, dt == DType::F32 ? 4 : 2);
@@ -90,7 +80,7 @@ void bm_ours(benchmark::State& state, Shape s, DType dt) {
 #ifdef SMOLVLM_HAVE_OPENBLAS
 void bm_openblas(benchmark::State& state, Shape s) {
   Operands o = make_operands(s, DType::F32);
-  openblas_set_num_threads(bench_threads());
+  openblas_set_num_threads(smolvlm::bench::bench_threads());
   for (auto _ : state) {
     // y[M,N] = x[M,K] · w[N,K]ᵀ, as linear() computes it.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s.M), int(s.N), int(s.K), 1.f, o.x.data(), int(s.K),
@@ -121,7 +111,7 @@ int register_all() {
     configure(benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s));
 #endif
   }
-  benchmark::AddCustomContext("threads", std::to_string(bench_threads()));
+  benchmark::AddCustomContext("threads", std::to_string(smolvlm::bench::bench_threads()));
   benchmark::AddCustomContext("smolvlm_kernel_path", smolvlm::kernel_path_name(smolvlm::active_kernel_path()));
 #ifdef SMOLVLM_HAVE_OPENBLAS
   benchmark::AddCustomContext("openblas_config", openblas_get_config());

@@ -194,24 +194,27 @@ class TokenizerJsonSax : public json::json_sax_t {
       return true;
     }
     if (mode_ == Mode::MergeElement) materialize_element();
-    if (mode_ == Mode::Tree && object && at_model_member("vocab")) {
-      json* stand_in = place(json::object());
-      tables_.vocab.clear();
-      tables_.has_vocab = true;
-      frames_.push_back({stand_in, true, {}});
-      mode_ = Mode::Vocab;
-      return true;
-    }
-    if (mode_ == Mode::Tree && !object && at_model_member("merges")) {
-      json* stand_in = place(json::array());
-      tables_.merges.clear();
-      tables_.has_merges = true;
-      frames_.push_back({stand_in, false, {}});
-      mode_ = Mode::Merges;
-      return true;
-    }
+    if (mode_ == Mode::Tree && object && at_model_member("vocab")) return capture(Mode::Vocab);
+    if (mode_ == Mode::Tree && !object && at_model_member("merges")) return capture(Mode::Merges);
     json* node = place(object ? json::object() : json::array());
     frames_.push_back({node, object, {}});
+    return true;
+  }
+
+  // root.model.vocab or .merges opens: an empty stand-in in the tree, the members to the tables (a
+  // repeated one replaces what an earlier one gave).
+  bool capture(Mode m) {
+    const bool vocab = m == Mode::Vocab;
+    json* stand_in = place(vocab ? json::object() : json::array());
+    if (vocab) {
+      tables_.vocab.clear();
+      tables_.has_vocab = true;
+    } else {
+      tables_.merges.clear();
+      tables_.has_merges = true;
+    }
+    frames_.push_back({stand_in, vocab, {}});
+    mode_ = m;
     return true;
   }
 
