@@ -16,7 +16,7 @@ namespace {
 // Query rows per work item: a whole number of 6-row tiles, small enough that the block's scores
 // (rows x keys) stay in L2 between the two products and the softmax (48 measured a few percent
 // faster than 128 for 1024 keys), and that a causal block computes few masked scores. The keys and
-// values are packed once per kv head and thread, not per block.
+// values are packed once per kv head and thread, for all keys, not per block.
 constexpr int64_t kQueryBlock = 48;
 // Below this many query rows, rows attend one at a time where the keys lie (decode, short prompts).
 constexpr int64_t kMinBlockRows = 16;
@@ -46,24 +46,24 @@ void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64
   }
 }
 
-// A head's keys and values packed as the right-hand sides of scores = Q·Kᵀ and out = P·V, kept per
-// thread: consecutive work items of one thread that read the same kv head and the same keys reuse them.
+// A kv head's keys and values packed as the right-hand sides of scores = Q·Kᵀ and out = P·V, all keys
+// of the call, kept per thread: consecutive work items of a thread that read the same kv head reuse
+// them, and a causal block reads the prefix of keys it may see.
 struct PackedKv {
   uint64_t call = 0;  // the attention() call they were packed for (0: none)
-  int64_t kv_head = -1, n = 0;
+  int64_t kv_head = -1;
   PackedWeight k, v_transposed;
 };
 
 std::atomic<uint64_t> g_attention_calls{0};
 
-const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, int64_t n, uint64_t call) {
+const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, uint64_t call) {
   thread_local PackedKv p;
-  if (p.call == call && p.kv_head == kvh && p.n == n) return p;
-  p.k.pack(a.k + kvh * D, n, D, a.kv_stride);
-  p.v_transposed.pack_transposed(a.v + kvh * D, D, n, a.kv_stride);
+  if (p.call == call && p.kv_head == kvh) return p;
+  p.k.pack(a.k + kvh * D, a.kv_rows, D, a.kv_stride);
+  p.v_transposed.pack_transposed(a.v + kvh * D, D, a.kv_rows, a.kv_stride);
   p.call = call;
   p.kv_head = kvh;
-  p.n = n;
   return p;
 }
 
@@ -75,15 +75,15 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
   const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads), rows = i1 - i0;
   const int64_t n = a.causal ? a.q_pos0 + i1 : a.kv_rows;  // keys any row of the block may see
   if (scores.size() < static_cast<size_t>(rows * n)) scores.resize(static_cast<size_t>(rows * n));
-  const PackedKv& kv = packed_kv(a, D, kvh, n, call);
-  linear_packed(a.q + i0 * a.q_stride + h * D, rows, a.q_stride, kv.k, scores.data(), n);
+  const PackedKv& kv = packed_kv(a, D, kvh, call);
+  linear_packed(a.q + i0 * a.q_stride + h * D, rows, a.q_stride, kv.k, n, D, scores.data(), n);
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores.data() + r * n;
     const int64_t n_keys = a.causal ? a.q_pos0 + i0 + r + 1 : n;
     scaled_softmax(row, n_keys, a.scale);
     std::fill(row + n_keys, row + n, 0.f);  // the causal mask
   }
-  linear_packed(scores.data(), rows, n, kv.v_transposed, a.out + i0 * a.out_stride + h * D, a.out_stride);
+  linear_packed(scores.data(), rows, n, kv.v_transposed, D, n, a.out + i0 * a.out_stride + h * D, a.out_stride);
 }
 
 }  // namespace

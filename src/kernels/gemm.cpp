@@ -119,7 +119,7 @@ void blocked_task(const gemm::GemmKernels& kern, const PackedInput& a, const Wei
       kern.pack_b(w, n_start, np, pc, kc, packed);
       for (int64_t ic = m0; ic < m1; ic += row_block) {
         const int64_t mc = std::min(row_block, m1 - ic);
-        kern.macro(a.tile(pc, kc, ic), mc, packed, n_valid, kc, y + ic * N + n_start, N, pc > 0,
+        kern.macro(a.tile(pc, kc, ic), mc, packed, kc * kern.nr, n_valid, kc, y + ic * N + n_start, N, pc > 0,
                    last && bias ? bias + n_start : nullptr);
       }
     }
@@ -261,30 +261,40 @@ void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64
   rows_ = rows, cols_ = cols, kc_ = kern ? kern->kc : 0, nr_ = kern ? kern->nr : 0;
 }
 
-void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, float* y, int64_t ldy) {
-  const int64_t N = w.rows_, K = w.cols_;
-  if (M < 0 || ldx < K || ldy < N || (M > 0 && N > 0 && (!y || (K > 0 && !x))))
-    throw bad_input("linear_packed: bad operands (M " + std::to_string(M) + ", ldx " + std::to_string(ldx) +
-                    ", ldy " + std::to_string(ldy) + ")");
+void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t N, int64_t K, float* y,
+                   int64_t ldy) {
+  if (M < 0 || N < 0 || K < 0 || N > w.rows_ || K > w.cols_ || ldx < K || ldy < N ||
+      (M > 0 && N > 0 && (!y || (K > 0 && !x))))
+    throw bad_input("linear_packed: bad operands (M " + std::to_string(M) + ", N " + std::to_string(N) + " of " +
+                    std::to_string(w.rows_) + ", K " + std::to_string(K) + " of " + std::to_string(w.cols_) +
+                    ", ldx " + std::to_string(ldx) + ", ldy " + std::to_string(ldy) + ")");
   if (M == 0 || N == 0) return;
   const gemm::GemmKernels* kern = simd_kernels();
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
-  if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
-    linear_rows(x, ldx, M, WeightRef{w.data_.data(), DType::F32, N, K}, nullptr, y, ldy, 0, N);
+  if (K == 0 || !kern) {  // scalar path: the weight is plain row-major; each element a K-order sum
+    const float* wd = w.data_.data();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float acc = 0.f;
+        for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * wd[n * w.cols_ + k];
+        y[m * ldy + n] = acc;
+      }
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
-  const int64_t n_pad = PanelLayout(kern, N, K).n_pad;
+  const int64_t n_pad = PanelLayout(kern, w.rows_, w.cols_).n_pad;
   float* a = t_packed_rows.get(size_t(K * m_pad));
   pack_input_tiles(*kern, x, ldx, M, K, m_pad, 0, m_tiles, a);
   const PackedInput packed{a, m_pad};
   const int64_t row_block = int64_t(kern->mr) * kRowBlockTiles;
   for (int64_t k0 = 0; k0 < K; k0 += kern->kc) {
+    // The K blocks of the packing; a K < cols may stop inside one, whose panels keep their stride.
     const int64_t kc = std::min<int64_t>(kern->kc, K - k0);
+    const int64_t panel_stride = std::min<int64_t>(kern->kc, w.cols_ - k0) * kern->nr;
     for (int64_t ic = 0; ic < M; ic += row_block)
-      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, N, kc,
-                  y + ic * ldy, ldy, k0 > 0, nullptr);
+      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, panel_stride,
+                  N, kc, y + ic * ldy, ldy, k0 > 0, nullptr);
   }
   if (kernel_fault_injection()) y[0] += 1e-3f;
 }

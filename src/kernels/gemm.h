@@ -55,8 +55,8 @@ class AlignedBuffer {
 
 // An fp32 matrix w [rows, cols] already in the layout the active kernels multiply by (the panels
 // linear() packs a weight into on every call), for a right-hand side reused by many products:
-// attention's keys and values, read by every block of query rows. Packing it once saves that step
-// in each product. Repacking into the same object reuses its memory.
+// attention's keys and values, packed once per call and read by every block of query rows. Repacking
+// into the same object reuses its memory.
 class PackedWeight {
  public:
   int64_t rows() const { return rows_; }
@@ -68,7 +68,7 @@ class PackedWeight {
   void pack_transposed(const float* src, int64_t rows, int64_t cols, int64_t ld);
 
  private:
-  friend void linear_packed(const float*, int64_t, int64_t, const PackedWeight&, float*, int64_t);
+  friend void linear_packed(const float*, int64_t, int64_t, const PackedWeight&, int64_t, int64_t, float*, int64_t);
   void pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed);
 
   AlignedBuffer data_;
@@ -76,9 +76,12 @@ class PackedWeight {
   int64_t kc_ = 0, nr_ = 0;  // the kernels' blocking it was packed for (0: plain row-major, scalar path)
 };
 
-// y[M, w.rows()] (rows ldy floats apart) = x[M, w.cols()] (rows ldx floats apart) · wᵀ on the calling
-// thread, with the same per-element arithmetic as the active path's blocked linear().
-void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, float* y, int64_t ldy);
+// y[M, N] (rows ldy floats apart) = x[M, K] (rows ldx floats apart) · w'ᵀ on the calling thread, where
+// w' is the leading N x K block of w (N <= w.rows(), K <= w.cols(): a causal block's keys and values
+// are a prefix of those packed once for the whole sequence). Each element gets the per-element
+// arithmetic of the active path's blocked linear() on w'.
+void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t N, int64_t K, float* y,
+                   int64_t ldy);
 
 // The portable reference (plain loops, double-free fp32 accumulation in K order) the fast paths are
 // tested against.

@@ -31,9 +31,10 @@ struct GemmKernels {
 
   // y[0..mc) x [0..n_valid) (leading dimension ldy) = (accumulate ? y : 0) + x·packed_b (+ bias when
   // non-null, added after the sum). packed_a holds ceil(mc/mr) consecutive tiles from pack_a, packed_b
-  // ceil(n_valid/nr) panels from pack_b, both for the same K block of length kc.
-  void (*macro)(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
-                int64_t ldy, bool accumulate, const float* bias);
+  // ceil(n_valid/nr) panels from pack_b, b_panel_stride floats apart, both for the same K block of which
+  // the first kc steps are used (b_panel_stride = kc*nr when the block was packed kc long).
+  void (*macro)(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride, int64_t n_valid,
+                int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias);
 
   // Rows [n0, n1) of y for M <= gemv_max_m, reading the weight directly (decode).
   void (*gemv)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,

@@ -227,11 +227,11 @@ inline void tile(Micro micro, const float* a, const float* b, int64_t kc, float*
 
 // Panels outer (one packed weight panel stays in L1), MR-row tiles of packed x inner (from L2).
 template <int MR, int NR, typename Micro>
-void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid,
-                  int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride,
+                  int64_t n_valid, int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
   const int64_t panels = (n_valid + NR - 1) / NR;
   for (int64_t p = 0; p < panels; ++p) {
-    const float* b = packed_b + p * kc * NR;
+    const float* b = packed_b + p * b_panel_stride;
     const int64_t nv = min_i64(NR, n_valid - p * NR);
     const float* bias_p = bias ? bias + p * NR : nullptr;
     float* yp = y + p * NR;
@@ -250,9 +250,9 @@ struct KernelSet {
   static void pack_a(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
     pack_a_tile<MR>(x, ldx, rows, kc, dst);
   }
-  static void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t n_valid, int64_t kc, float* y,
-                    int64_t ldy, bool accumulate, const float* bias) {
-    macro_kernel<MR, NR>(Micro, packed_a, mc, packed_b, n_valid, kc, y, ldy, accumulate, bias);
+  static void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride,
+                    int64_t n_valid, int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+    macro_kernel<MR, NR>(Micro, packed_a, mc, packed_b, b_panel_stride, n_valid, kc, y, ldy, accumulate, bias);
   }
   static GemmKernels table(const char* name) {
     return GemmKernels{name, MR, NR, KC, kGemvMaxM, pack_b, pack_a, macro, gemv_small_m};

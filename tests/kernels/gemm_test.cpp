@@ -212,42 +212,50 @@ TEST_P(LinearPathTest, SharedInputGivesTheBitsOfSeparateCalls) {
 TEST_P(LinearPathTest, PackedWeightGivesTheBitsOfLinear) {
   // Keys (w = K, row-major with a stride) and values (w = Vᵀ, read transposed), on strided x and y,
   // against linear() on the same fp32 weight; shapes around mr/nr/kc, with more rows than the GEMV path.
+  // A leading block of the packed weight (a causal block's keys: fewer rows of K, fewer columns of Vᵀ,
+  // ending inside a K block) must give the bits of linear() on that block alone.
   std::mt19937 rng(91);
   ThreadPool pool(1);
   const Shape shapes[] = {{5, 1, 1}, {7, 17, 64}, {16, 64, 257}, {128, 200, 64}, {30, 64, 600}};
-  for (const Shape& s : shapes) {
-    SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K));
-    const int64_t ldw = s.K + 3, ldt = s.N + 5, ldx = s.K + 2, ldy = s.N + 7;
-    const std::vector<float> w_strided = random_vector(size_t(s.N * ldw), rng);
-    std::vector<float> w(size_t(s.N * s.K)), w_t(size_t(s.K * ldt), 0.f);
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t k = 0; k < s.K; ++k) w_t[k * ldt + n] = w[n * s.K + k] = w_strided[n * ldw + k];
-    const std::vector<float> x_strided = random_vector(size_t(s.M * ldx), rng);
-    std::vector<float> x(size_t(s.M * s.K));
-    for (int64_t m = 0; m < s.M; ++m)
-      for (int64_t k = 0; k < s.K; ++k) x[m * s.K + k] = x_strided[m * ldx + k];
-    std::vector<float> expected(size_t(s.M * s.N));
-    linear(x.data(), s.M, WeightRef{w.data(), DType::F32, s.N, s.K}, nullptr, expected.data(), pool);
-
-    PackedWeight rows, cols;
-    rows.pack(w_strided.data(), s.N, s.K, ldw);
-    cols.pack_transposed(w_t.data(), s.N, s.K, ldt);
-    EXPECT_EQ(rows.rows(), s.N);
-    EXPECT_EQ(rows.cols(), s.K);
-    for (const PackedWeight* pw : {&rows, &cols}) {
-      std::vector<float> y_strided(size_t(s.M * ldy), -7.f);
-      linear_packed(x_strided.data(), s.M, ldx, *pw, y_strided.data(), ldy);
-      std::vector<float> y(expected.size());
-      for (int64_t m = 0; m < s.M; ++m)
-        for (int64_t n = 0; n < ldy; ++n) {
-          if (n < s.N)
-            y[m * s.N + n] = y_strided[m * ldy + n];
-          else
-            ASSERT_EQ(y_strided[m * ldy + n], -7.f) << "wrote past the row at m=" << m << " n=" << n;
+  for (const Shape& s : shapes)
+    for (bool leading : {false, true}) {
+      const int64_t N = leading ? (s.N + 1) / 2 : s.N, K = leading ? s.K - s.K / 3 : s.K;
+      SCOPED_TRACE("M=" + std::to_string(s.M) + " N=" + std::to_string(N) + " of " + std::to_string(s.N) +
+                   " K=" + std::to_string(K) + " of " + std::to_string(s.K));
+      const int64_t ldw = s.K + 3, ldt = s.N + 5, ldx = K + 2, ldy = N + 7;
+      const std::vector<float> w_strided = random_vector(size_t(s.N * ldw), rng);
+      std::vector<float> w(size_t(N * K)), w_t(size_t(s.K * ldt), 0.f);
+      for (int64_t n = 0; n < s.N; ++n)
+        for (int64_t k = 0; k < s.K; ++k) {
+          w_t[k * ldt + n] = w_strided[n * ldw + k];
+          if (n < N && k < K) w[n * K + k] = w_strided[n * ldw + k];
         }
-      EXPECT_TRUE(bitwise_equal(y, expected));
+      const std::vector<float> x_strided = random_vector(size_t(s.M * ldx), rng);
+      std::vector<float> x(size_t(s.M * K));
+      for (int64_t m = 0; m < s.M; ++m)
+        for (int64_t k = 0; k < K; ++k) x[m * K + k] = x_strided[m * ldx + k];
+      std::vector<float> expected(size_t(s.M * N));
+      linear(x.data(), s.M, WeightRef{w.data(), DType::F32, N, K}, nullptr, expected.data(), pool);
+
+      PackedWeight rows, cols;
+      rows.pack(w_strided.data(), s.N, s.K, ldw);
+      cols.pack_transposed(w_t.data(), s.N, s.K, ldt);
+      EXPECT_EQ(rows.rows(), s.N);
+      EXPECT_EQ(rows.cols(), s.K);
+      for (const PackedWeight* pw : {&rows, &cols}) {
+        std::vector<float> y_strided(size_t(s.M * ldy), -7.f);
+        linear_packed(x_strided.data(), s.M, ldx, *pw, N, K, y_strided.data(), ldy);
+        std::vector<float> y(expected.size());
+        for (int64_t m = 0; m < s.M; ++m)
+          for (int64_t n = 0; n < ldy; ++n) {
+            if (n < N)
+              y[m * N + n] = y_strided[m * ldy + n];
+            else
+              ASSERT_EQ(y_strided[m * ldy + n], -7.f) << "wrote past the row at m=" << m << " n=" << n;
+          }
+        EXPECT_TRUE(bitwise_equal(y, expected));
+      }
     }
-  }
 }
 
 TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
@@ -256,16 +264,18 @@ TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
   PackedWeight pw;
   set_kernel_path(KernelPath::Scalar);
   pw.pack(w.data(), 8, 8, 8);
-  EXPECT_THROW(linear_packed(x.data(), 8, 4, pw, y.data(), 8), Error);  // ldx < K
+  EXPECT_THROW(linear_packed(x.data(), 8, 4, pw, 8, 8, y.data(), 8), Error);  // ldx < K
+  EXPECT_THROW(linear_packed(x.data(), 8, 8, pw, 9, 8, y.data(), 9), Error);  // more rows than packed
+  EXPECT_THROW(linear_packed(x.data(), 8, 9, pw, 8, 9, y.data(), 8), Error);  // more columns than packed
   EXPECT_THROW(pw.pack(w.data(), 8, 8, 4), Error);                       // ld < cols
   for (KernelPath p : supported_kernel_paths()) {
     set_kernel_path(p);
     if (p == KernelPath::Scalar) {
-      linear_packed(x.data(), 8, 8, pw, y.data(), 8);
+      linear_packed(x.data(), 8, 8, pw, 8, 8, y.data(), 8);
       EXPECT_EQ(y[0], 8.f);
     } else {
       try {
-        linear_packed(x.data(), 8, 8, pw, y.data(), 8);
+        linear_packed(x.data(), 8, 8, pw, 8, 8, y.data(), 8);
         ADD_FAILURE() << "a scalar-packed weight ran on " << kernel_path_name(p);
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("another kernel path"), std::string::npos) << e.what();
