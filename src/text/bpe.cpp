@@ -306,7 +306,7 @@ BpeModel::BpeModel(const json& model, BpeTables tables, const std::string& where
     const int32_t im = vocab_.find(merged);
     if (im < 0)
       throw bad_input(where + ".merges[" + std::to_string(rank) + "]: merged token \"" + merged + "\" is not in the vocabulary");
-    merges_.insert(ia, ib, {static_cast<int32_t>(rank), im});
+    merges_.insert_or_assign(ia, ib, {static_cast<int32_t>(rank), im});  // a repeated pair: the last rank
   }
 }
 

@@ -78,13 +78,12 @@ size_t MergeTable::slot_of(uint64_t key) const {
     if (slots_[i].key == kEmpty || slots_[i].key == key) return i;
 }
 
-void MergeTable::insert(int32_t left, int32_t right, Merge m) {
+void MergeTable::insert_or_assign(int32_t left, int32_t right, Merge m) {
   if (slots_for(count_ + 1) > slots_.size()) reserve(count_ * 2 + 1);
   const uint64_t key = key_of(left, right);
   Slot& s = slots_[slot_of(key)];
-  if (s.key == key) return;
+  if (s.key != key) ++count_;
   s = Slot{key, m};
-  ++count_;
 }
 
 const MergeTable::Merge* MergeTable::find(int32_t left, int32_t right) const {

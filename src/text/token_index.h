@@ -35,7 +35,8 @@ class TokenIndex {
   std::vector<uint64_t> slots_;
 };
 
-// (left id, right id) -> (rank, merged id). Inserting a pair again keeps the first entry.
+// (left id, right id) -> (rank, merged id). Inserting a pair again replaces its entry, as HF tokenizers'
+// merge map (collected from the merges in order) does.
 class MergeTable {
  public:
   struct Merge {
@@ -43,7 +44,7 @@ class MergeTable {
     int32_t new_id;
   };
   void reserve(size_t merges);
-  void insert(int32_t left, int32_t right, Merge m);
+  void insert_or_assign(int32_t left, int32_t right, Merge m);
   // nullptr when the pair does not merge.
   const Merge* find(int32_t left, int32_t right) const;
 

@@ -44,18 +44,18 @@ TEST(TokenIndex, GrowsPastItsReservation) {
   for (size_t i = 0; i < index.size(); ++i) ASSERT_EQ(index.key(i), "t" + std::to_string(index.value(i)));
 }
 
-TEST(MergeTable, KeepsTheFirstEntryOfAPair) {
+TEST(MergeTable, RepeatedPairTakesTheLastEntry) {
   MergeTable merges;
   EXPECT_EQ(merges.find(0, 0), nullptr);  // empty
-  merges.insert(0, 0, {4, 9});            // ids 0 and 0: a key of zero is a real pair
-  merges.insert(1, 2, {0, 8});
-  merges.insert(1, 2, {6, 3});
+  merges.insert_or_assign(0, 0, {4, 9});  // ids 0 and 0: a key of zero is a real pair
+  merges.insert_or_assign(1, 2, {0, 8});
+  merges.insert_or_assign(1, 2, {6, 3});
   ASSERT_NE(merges.find(0, 0), nullptr);
   EXPECT_EQ(merges.find(0, 0)->rank, 4);
   EXPECT_EQ(merges.find(0, 0)->new_id, 9);
   ASSERT_NE(merges.find(1, 2), nullptr);
-  EXPECT_EQ(merges.find(1, 2)->rank, 0);
-  EXPECT_EQ(merges.find(1, 2)->new_id, 8);
+  EXPECT_EQ(merges.find(1, 2)->rank, 6);
+  EXPECT_EQ(merges.find(1, 2)->new_id, 3);
   EXPECT_EQ(merges.find(2, 1), nullptr);
 }
 
@@ -64,7 +64,7 @@ TEST(MergeTable, GrowsPastItsReservation) {
   merges.reserve(2);
   constexpr int kSide = 400;
   for (int a = 0; a < kSide; ++a)
-    for (int b = 0; b < kSide; b += 3) merges.insert(a, b, {a * kSide + b, a + b});
+    for (int b = 0; b < kSide; b += 3) merges.insert_or_assign(a, b, {a * kSide + b, a + b});
   for (int a = 0; a < kSide; ++a)
     for (int b = 0; b < kSide; ++b) {
       const MergeTable::Merge* m = merges.find(a, b);

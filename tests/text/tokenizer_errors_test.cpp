@@ -119,6 +119,12 @@ TEST(TokenizerErrors, VocabularyAndMergesReadWhileParsing) {
   const std::string reordered =
       R"({"added_tokens": [], "model": {"merges": [["a", "b"]], "type": "BPE", "vocab": {"ab": 2, "b": 1, "a": 0}}})";
   EXPECT_EQ(Tokenizer::from_json(reordered, "tok.json")->encode("abba", false), (std::vector<int32_t>{2, 1, 0}));
+  // A repeated merge: its last rank counts, as in HF tokenizers, which gives [3, 2] ("ab", "c") for
+  // this file (with the first rank, "b c" would merge before "a b").
+  const std::string repeated_merge =
+      R"({"added_tokens": [], "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4},
+          "merges": ["b c", "a b", "b c"]}})";
+  EXPECT_EQ(Tokenizer::from_json(repeated_merge, "tok.json")->encode("abc", false), (std::vector<int32_t>{3, 2}));
   // A repeated vocabulary key: the last one wins, as in a JSON tree.
   const std::string repeated =
       R"({"added_tokens": [], "model": {"type": "BPE", "vocab": {"a": 5, "a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})";
