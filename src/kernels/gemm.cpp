@@ -13,22 +13,22 @@ namespace smolvlm {
 
 namespace {
 
-// Converts row n of the weight to fp32.
-void weight_row(const WeightRef& w, int64_t n, float* out) {
-  const int64_t K = w.cols;
+// Converts the first K elements of row n of the weight to fp32.
+void weight_row(const WeightRef& w, int64_t n, int64_t K, float* out) {
+  const int64_t row = n * w.cols;
   switch (w.dtype) {
     case DType::F32: {
-      const float* p = static_cast<const float*>(w.data) + n * K;
+      const float* p = static_cast<const float*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = p[k];
       break;
     }
     case DType::BF16: {
-      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * K;
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(p[k]);
       break;
     }
     case DType::F16: {
-      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * K;
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = f16_to_f32(p[k]);
       break;
     }
@@ -37,14 +37,13 @@ void weight_row(const WeightRef& w, int64_t n, float* out) {
   }
 }
 
-// Columns [n0, n1) of y (rows ldy floats apart) for x's M rows (ldx floats apart): each element a
-// plain K-order sum.
-void linear_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, const float* bias, float* y,
+// Columns [n0, n1) of y (rows ldy floats apart) for x's M rows (ldx floats apart), over the first K
+// columns of the weight: each element a plain K-order sum.
+void linear_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int64_t K, const float* bias, float* y,
                  int64_t ldy, int64_t n0, int64_t n1) {
-  const int64_t K = w.cols;
   std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = n0; n < n1; ++n) {
-    weight_row(w, n, row.data());
+    weight_row(w, n, K, row.data());
     for (int64_t m = 0; m < M; ++m) {
       const float* xm = x + m * ldx;
       float acc = 0.f;
@@ -272,14 +271,8 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   const gemm::GemmKernels* kern = simd_kernels();
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
-  if (K == 0 || !kern) {  // scalar path: the weight is plain row-major; each element a K-order sum
-    const float* wd = w.data_.data();
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.f;
-        for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * wd[n * w.cols_ + k];
-        y[m * ldy + n] = acc;
-      }
+  if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
+    linear_rows(x, ldx, M, WeightRef{w.data_.data(), DType::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
@@ -301,7 +294,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
   check_arguments(x, M, w, y);
-  linear_rows(x, w.cols, M, w, bias, y, w.rows, 0, w.rows);
+  linear_rows(x, w.cols, M, w, w.cols, bias, y, w.rows, 0, w.rows);
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
@@ -347,7 +340,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
   if (const gemm::GemmKernels* kern = simd_kernels())
     linear_simd(*kern, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
-    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, bias, y, N, n0, n1); });
+    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, K, bias, y, N, n0, n1); });
   if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
 }
 
