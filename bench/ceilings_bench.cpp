@@ -1,5 +1,5 @@
 // Machine ceilings the GEMM results are compared with: fp32 FMA peak per kernel path (1 thread and
-// SMOLVLM_BENCH_THREADS threads, default 2) and STREAM triad bandwidth.
+// SMOLVLM_BENCH_THREADS threads, default 2), STREAM triad bandwidth and streaming read bandwidth.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -26,6 +26,13 @@ void bm_triad(benchmark::State& state, int threads) {
   state.counters["GB/s"] = gbs;
 }
 
+void bm_read(benchmark::State& state, int threads) {
+  smolvlm::ThreadPool pool(threads);
+  double gbs = 0;
+  for (auto _ : state) gbs = smolvlm::measure_read_gbs(pool, size_t(256) << 20, 2.0);
+  state.counters["GB/s"] = gbs;
+}
+
 int register_all() {
   for (int threads : {1, smolvlm::bench::bench_threads()}) {
     const std::string t = "/threads:" + std::to_string(threads);
@@ -35,6 +42,7 @@ int register_all() {
           ->Iterations(1)
           ->UseRealTime();
     benchmark::RegisterBenchmark(("triad" + t).c_str(), bm_triad, threads)->Iterations(1)->UseRealTime();
+    benchmark::RegisterBenchmark(("read" + t).c_str(), bm_read, threads)->Iterations(1)->UseRealTime();
     if (threads == smolvlm::bench::bench_threads()) break;
   }
   return 0;

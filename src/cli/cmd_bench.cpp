@@ -1,7 +1,7 @@
 // `smolvlm bench`: load, preprocess, vision per tile, prefill at 81 and 1141 tokens, decode, time
 // to first token and a whole caption, with the machine's ceilings measured in the same run (FMA
-// peak, triad bandwidth, OpenBLAS sgemm when the library is installed), so every figure is also
-// given as a fraction of what this machine can do.
+// peak, triad and read bandwidth, OpenBLAS sgemm when the library is installed), so every figure
+// is also given as a fraction of what this machine can do.
 #include <dlfcn.h>
 #include <sys/resource.h>
 
@@ -215,6 +215,7 @@ int run_bench(const BenchArgs& a) {
     for (KernelPath p : supported_kernel_paths())
       c[std::string("fma_peak_gflops_") + kernel_path_name(p)] = measure_fma_peak_gflops(p, pool);
     c["triad_gb_s"] = measure_triad_gbs(pool);
+    c["read_gb_s"] = measure_read_gbs(pool);
     std::string blas_config;
     double blas = openblas_sgemm_gflops(a.threads, 1024, &blas_config);
     if (blas > 0) {
@@ -234,6 +235,7 @@ int run_bench(const BenchArgs& a) {
       add("prefill_1141_of_openblas", "prefill_gflops_1141", blas);
     }
     add("decode_of_triad", "decode_gb_s", c["triad_gb_s"].get<double>());
+    add("decode_of_read", "decode_gb_s", c["read_gb_s"].get<double>());
     out["fractions"] = frac;
   }
 
@@ -264,7 +266,7 @@ static Command bench_command(
       sub.add_option("--threads", a->threads, "Worker threads")->check(CLI::Range(1, 256));
       sub.add_option("--decode-tokens", a->decode_tokens, "Tokens timed for decode")->check(CLI::Range(2, 100000));
       sub.add_option("--caption-tokens", a->caption_tokens, "New tokens of the timed caption")->check(CLI::Range(1, 100000));
-      sub.add_flag("--no-ceilings", a->skip_ceilings, "Skip the FMA/triad/OpenBLAS measurements");
+      sub.add_flag("--no-ceilings", a->skip_ceilings, "Skip the FMA/triad/read/OpenBLAS measurements");
       sub.add_flag("--json", a->json, "Print the figures as JSON");
       return [a] {
         if (a->split && a->no_split) throw bad_input("--split and --no-split exclude each other");

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -49,6 +51,11 @@ struct AlignedFloats {
     if (!data) throw internal_error("ceilings: cannot allocate " + std::to_string(n * sizeof(float)) + " bytes");
   }
 };
+
+// Thread t's share [begin, end) of n elements split evenly over `threads`.
+std::pair<size_t, size_t> thread_slice(size_t n, int t, int64_t threads) {
+  return {n * size_t(t) / size_t(threads), n * size_t(t + 1) / size_t(threads)};
+}
 
 }  // namespace
 
@@ -95,15 +102,9 @@ double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double second
   float* pa = a.data.get();
   float* pb = b.data.get();
   float* pc = c.data.get();
-  const int64_t threads = pool.size();
-  auto slice = [&](int t, size_t& begin, size_t& end) {
-    begin = n * size_t(t) / size_t(threads);
-    end = n * size_t(t + 1) / size_t(threads);
-  };
   // First touch by the thread that will stream the slice.
   pool.run_on_all([&](int t) {
-    size_t b0, e0;
-    slice(t, b0, e0);
+    const auto [b0, e0] = thread_slice(n, t, pool.size());
     for (size_t i = b0; i < e0; ++i) {
       pa[i] = 0.f;
       pb[i] = 1.f;
@@ -117,8 +118,7 @@ double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double second
   do {
     auto t0 = Clock::now();
     pool.run_on_all([&](int t) {
-      size_t b0, e0;
-      slice(t, b0, e0);
+      const auto [b0, e0] = thread_slice(n, t, pool.size());
       for (size_t i = b0; i < e0; ++i) pa[i] = pb[i] + s * pc[i];
     });
     const double dt = seconds_since(t0);
@@ -126,6 +126,46 @@ double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double second
     ++passes;
   } while (seconds_since(start) < seconds || passes < 3);
   if (pa[n / 2] != 7.f) throw internal_error("triad: wrong result");
+  return best;
+}
+
+double measure_read_gbs(ThreadPool& pool, size_t bytes, double seconds) {
+  const size_t n = std::max<size_t>(bytes / sizeof(uint64_t), 1024);
+  std::unique_ptr<uint64_t[]> buffer(new uint64_t[n]);
+  uint64_t* p = buffer.get();
+  // Written (not just allocated) by the thread that will read the slice: untouched pages would all
+  // map the kernel's one zero page and be read from cache.
+  pool.run_on_all([&](int t) {
+    const auto [b0, e0] = thread_slice(n, t, pool.size());
+    for (size_t i = b0; i < e0; ++i) p[i] = i;
+  });
+  std::vector<uint64_t> sums(size_t(pool.size()));
+  double best = 0;
+  const auto start = Clock::now();
+  int passes = 0;
+  do {
+    auto t0 = Clock::now();
+    pool.run_on_all([&](int t) {
+      const auto [b0, e0] = thread_slice(n, t, pool.size());
+      // Four independent sums: the loads, not an add chain, set the pace.
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      size_t i = b0;
+      for (; i + 4 <= e0; i += 4) {
+        s0 += p[i];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+      }
+      for (; i < e0; ++i) s0 += p[i];
+      sums[size_t(t)] = s0 + s1 + s2 + s3;
+    });
+    const double dt = seconds_since(t0);
+    best = std::max(best, double(n * sizeof(uint64_t)) / dt / 1e9);
+    ++passes;
+  } while (seconds_since(start) < seconds || passes < 3);
+  uint64_t total = 0;
+  for (uint64_t s : sums) total += s;
+  if (total != uint64_t(n) * uint64_t(n - 1) / 2) throw internal_error("read bandwidth: wrong sum");
   return best;
 }
 

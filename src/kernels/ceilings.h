@@ -1,6 +1,6 @@
 // Hardware ceilings measured on the running machine, so benchmarks (and `smolvlm bench`) can report
-// kernels as fractions of what the CPU can do: peak fp32 FMA throughput per kernel path and STREAM
-// triad memory bandwidth.
+// kernels as fractions of what the CPU can do: peak fp32 FMA throughput per kernel path, STREAM
+// triad memory bandwidth and streaming read bandwidth.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +20,11 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
 // across the pool's threads; GB/s counting 3 * bytes_per_array per pass (STREAM's convention).
 // Best pass within about `seconds`. The arrays should be much larger than the last-level cache.
 double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array = size_t(64) << 20, double seconds = 0.5);
+
+// Streaming read of one `bytes` buffer, each pool thread reading its contiguous share once per pass:
+// the access pattern of a decode step, which reads every weight once. GB/s of the best pass within
+// about `seconds`. The buffer should be much larger than the last-level cache.
+double measure_read_gbs(ThreadPool& pool, size_t bytes = size_t(256) << 20, double seconds = 0.5);
 
 namespace ceilings_detail {
 // Runs `iterations` rounds of independent register FMAs; returns a value that depends on all of them
