@@ -61,9 +61,10 @@ const Command kCaption{"caption", "Describe images (or answer --prompt about the
       }
     }
     const std::vector<std::filesystem::path> paths(f->images.begin(), f->images.end());
-    return run_generation(*f, [&](const Model& model, const TextAssets& assets, const RequestOptions& o,
+    return run_generation(*f, [&](const Model& model, PendingTextAssets& assets, const RequestOptions& o,
                                   ThreadPool& pool, const TextSink& sink) {
-      return run_image_request(model, assets, paths, f->prompt, !f->no_split, o, pool, sink);
+      const PreparedImages images = prepare_images(model, paths, !f->no_split, pool);  // while the tokenizer loads
+      return run_image_request(model, assets.get(), images, f->prompt, o, pool, sink);
     });
   };
 }};

@@ -21,9 +21,9 @@ const Command kGenerate{"generate", "Generate text from a prompt with a Llama-fa
   sub.add_flag("--chat", f->chat, "apply the model's chat template to the prompt as one user message");
   add_generation_flags(sub, *f, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder");
   return [f]() {
-    return run_generation(*f, [&](const Model& model, const TextAssets& assets, const RequestOptions& o,
+    return run_generation(*f, [&](const Model& model, PendingTextAssets& assets, const RequestOptions& o,
                                   ThreadPool& pool, const TextSink& sink) {
-      return run_text_request(model, assets, f->prompt, f->chat, o, pool, sink);
+      return run_text_request(model, assets.get(), f->prompt, f->chat, o, pool, sink);
     });
   };
 }};

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "hub/model_ref.h"
@@ -40,18 +42,42 @@ inline void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::s
   sub.add_flag("--verbose", f.verbose, "print stage timings, tokens/s and the kernel path to stderr");
 }
 
-// Loads the model named by --model, runs `request` (which streams through the sink it is given unless
-// --json), prints the result as the flags ask and returns the exit code.
-using RunRequest = std::function<RequestResult(const Model&, const TextAssets&, const RequestOptions&, ThreadPool&,
-                                               const TextSink&)>;
+// The model folder's tokenizer and templates, loading on a second thread from construction while the
+// caller loads the model and decodes images (with one thread asked for, on first use instead).
+// get() waits for them and rethrows a loading error; wait_seconds() is how long callers waited.
+class PendingTextAssets {
+ public:
+  PendingTextAssets(const std::filesystem::path& dir, int threads)
+      : future_(std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                           [dir] { return TextAssets::load(dir); })) {}
+  const TextAssets& get() {
+    if (!assets_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      assets_ = future_.get();
+      waited_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return *assets_;
+  }
+  double wait_seconds() const { return waited_; }
 
+ private:
+  std::future<std::unique_ptr<TextAssets>> future_;
+  std::unique_ptr<TextAssets> assets_;
+  double waited_ = 0;
+};
+
+// Loads the model named by --model (and its text assets, see PendingTextAssets), runs `request`
+// (which streams through the sink it is given unless --json), prints the result as the flags ask and
+// returns the exit code.
+using RunRequest = std::function<RequestResult(const Model&, PendingTextAssets&, const RequestOptions&, ThreadPool&,
+                                               const TextSink&)>;
 inline int run_generation(const GenerationFlags& f, const RunRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto dir = resolve_model_dir(f.model);
-  auto model = Model::load(dir);
-  auto assets = TextAssets::load(dir);
-  const double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int threads = f.threads > 0 ? f.threads : default_thread_count();
+  PendingTextAssets assets(dir, threads);
+  auto model = Model::load(dir);
+  const double model_load = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ThreadPool pool(threads);
   RequestOptions o;
   o.generation.max_new_tokens = f.max_new_tokens;
@@ -60,8 +86,8 @@ inline int run_generation(const GenerationFlags& f, const RunRequest& request) {
   o.dump_dir = f.dump;
   TextSink sink;
   if (!f.json) sink = [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); };
-  RequestResult r = request(*model, *assets, o, pool, sink);
-  r.timings.load = load;
+  RequestResult r = request(*model, assets, o, pool, sink);
+  r.timings.load = model_load + assets.wait_seconds();  // the part of the tokenizer load nothing overlapped
   if (f.json)
     std::cout << result_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else

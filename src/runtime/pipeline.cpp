@@ -81,44 +81,53 @@ void prepare_dump_dir(const RequestOptions& o) {
 
 }  // namespace
 
-RequestResult run_image_request(const Model& model, const TextAssets& assets,
-                                const std::vector<std::filesystem::path>& images, const std::string& prompt,
-                                bool split, const RequestOptions& o, ThreadPool& pool, const TextSink& sink) {
+PreparedImages prepare_images(const Model& model, const std::vector<std::filesystem::path>& images, bool split,
+                              ThreadPool& pool) {
   const ModelConfig& cfg = model.config();
   if (!model.has_vision())
     throw unsupported(cfg.dir.string() + ": " + architecture_name(cfg.arch) + " is a text-only model; use `generate`");
   if (!cfg.image_processor) throw bad_input(cfg.dir.string() + ": preprocessor_config.json is missing");
   if (images.empty()) throw bad_input("no image given");
-  prepare_dump_dir(o);
-  const SiglipVision& vision = model.vision();
+  const int64_t S = model.vision().image_size();
+  auto t0 = Clock::now();
+  PreparedImages out;
+  const ScopedResizeThreads resize_threads(pool.size());  // no more threads than the request was given
+  for (const auto& path : images) {
+    PreprocessedImage p = load_and_preprocess_idefics3(path, *cfg.image_processor, split);
+    if (p.tile_size != S)
+      throw bad_input(path.string() + ": tiles of " + std::to_string(p.tile_size) + " pixels, but the vision tower takes " +
+                      std::to_string(S) + " (preprocessor max_image_size vs vision_config.image_size)");
+    out.pixel_values.insert(out.pixel_values.end(), p.pixel_values.begin(), p.pixel_values.end());
+    out.grids.push_back({p.rows, p.cols});
+    out.tiles += p.num_tiles;
+  }
+  out.seconds = seconds_since(t0);
+  return out;
+}
+
+RequestResult run_image_request(const Model& model, const TextAssets& assets, const PreparedImages& images,
+                                const std::string& prompt, const RequestOptions& o, ThreadPool& pool,
+                                const TextSink& sink) {
+  const ModelConfig& cfg = model.config();
+  const SiglipVision& vision = model.vision();  // Error(Unsupported) for a text-only model
+  const int64_t S = vision.image_size(), tiles = images.tiles;
+  if (tiles <= 0 || images.pixel_values.size() != static_cast<size_t>(tiles * 3 * S * S))
+    throw internal_error("run_image_request: the prepared images do not match the vision tower");
   const int64_t tokens_per_tile = model.connector().tokens_per_tile();
   if (assets.image_seq_len() && *assets.image_seq_len() != tokens_per_tile)
     throw bad_input(cfg.dir.string() + ": processor_config.json image_seq_len " +
                     std::to_string(*assets.image_seq_len()) + " does not match the model's " +
                     std::to_string(tokens_per_tile) + " image tokens per tile");
+  prepare_dump_dir(o);
 
   auto t0 = Clock::now();
-  std::vector<float> pixels;
-  std::vector<ImageGrid> grids;
-  int64_t tiles = 0;
-  const ScopedResizeThreads resize_threads(pool.size());  // no more threads than the request was given
-  for (const auto& path : images) {
-    PreprocessedImage p = load_and_preprocess_idefics3(path, *cfg.image_processor, split);
-    if (p.tile_size != vision.image_size())
-      throw bad_input(path.string() + ": tiles of " + std::to_string(p.tile_size) + " pixels, but the vision tower takes " +
-                      std::to_string(vision.image_size()) + " (preprocessor max_image_size vs vision_config.image_size)");
-    pixels.insert(pixels.end(), p.pixel_values.begin(), p.pixel_values.end());
-    grids.push_back({p.rows, p.cols});
-    tiles += p.num_tiles;
-  }
-  BuiltPrompt built = build_vlm_prompt(assets, prompt, grids);
+  BuiltPrompt built = build_vlm_prompt(assets, prompt, images.grids);
   const std::vector<int64_t> ids(built.input_ids.begin(), built.input_ids.end());
-  const double preprocess = seconds_since(t0);
-  const int64_t S = vision.image_size();
-  dump(o, "pixel_values", {1, tiles, 3, S, S}, pixels);
+  const double preprocess = images.seconds + seconds_since(t0);
+  dump(o, "pixel_values", {1, tiles, 3, S, S}, images.pixel_values);
 
   t0 = Clock::now();
-  ImageFeatures features = encode_images(model, pixels.data(), tiles, pool, !o.dump_dir.empty());
+  ImageFeatures features = encode_images(model, images.pixel_values.data(), tiles, pool, !o.dump_dir.empty());
   const double vision_s = seconds_since(t0);
   dump(o, "vision_last_hidden", {tiles, vision.num_patches(), vision.hidden()}, features.vision_last_hidden);
   dump(o, "image_hidden_states", {tiles, tokens_per_tile, model.text().hidden()}, features.image_hidden_states);

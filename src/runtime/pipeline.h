@@ -38,10 +38,22 @@ struct RequestResult {
 // Called with each newly printable piece of text as tokens are generated.
 using TextSink = std::function<void(const std::string&)>;
 
+// The images of a request, decoded and preprocessed as HF's Idefics3 processor does, in order.
+struct PreparedImages {
+  std::vector<float> pixel_values;  // [tiles, 3, S, S], S = the vision tower's image_size
+  std::vector<ImageGrid> grids;     // one per image
+  int64_t tiles = 0;
+  double seconds = 0;               // decode + preprocess
+};
+
+// Decodes and preprocesses `images` for `model`'s vision tower. `split`: do_image_splitting
+// (overrides the preprocessor config). Needs no tokenizer, so it can run while one loads.
+PreparedImages prepare_images(const Model& model, const std::vector<std::filesystem::path>& images, bool split,
+                              ThreadPool& pool);
+
 // One user turn with images (images first, then `prompt`), as HF's Idefics3 processor builds it.
-// `split`: do_image_splitting (overrides the preprocessor config).
-RequestResult run_image_request(const Model& model, const TextAssets& assets, const std::vector<std::filesystem::path>& images,
-                                const std::string& prompt, bool split, const RequestOptions& options, ThreadPool& pool,
+RequestResult run_image_request(const Model& model, const TextAssets& assets, const PreparedImages& images,
+                                const std::string& prompt, const RequestOptions& options, ThreadPool& pool,
                                 const TextSink& sink = {});
 
 // A text prompt: with `chat`, rendered with the model's chat template as one user message;
