@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/sha256.h"
 #include "hub/http.h"
@@ -96,6 +98,45 @@ struct Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+};
+
+// Appends to a file in 4 MiB writes. Network reads arrive in pieces of a few KiB, and the page cache
+// keeps a file in folios no larger than the writes that filled it: every later run that maps the
+// weights then pays one fault per 64 KiB and a slow unmap (about 50 ms for 500 MB, against 5 ms for a
+// file written in large pieces).
+class BufferedAppend {
+ public:
+  BufferedAppend(int fd, const fs::path& path) : fd_(fd), path_(path) { buffer_.reserve(kBytes); }
+  void append(const char* data, size_t size) {
+    while (size > 0) {
+      const size_t take = std::min(size, kBytes - buffer_.size());
+      buffer_.insert(buffer_.end(), data, data + take);
+      data += take;
+      size -= take;
+      if (buffer_.size() == kBytes) flush();
+    }
+  }
+  // Writes what is buffered: the file then holds every byte appended so far.
+  void flush() {
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        const int err = errno;
+        buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(done));
+        throw disk_error(path_, "write failed", err);
+      }
+      done += static_cast<size_t>(w);
+    }
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kBytes = size_t(4) << 20;
+  int fd_;
+  fs::path path_;
+  std::vector<char> buffer_;
 };
 
 // huggingface_hub serializes downloads of one blob with .locks/<repo folder>/<etag>.lock; we take the
@@ -442,10 +483,12 @@ class Puller {
     }
   }
 
-  // One GET from byte `have`; appends to `fd` and advances `have`. Throws TransportError when the
-  // connection breaks (the caller resumes), PullError for answers that resuming cannot fix.
+  // One GET from byte `have`; appends to `fd` and advances `have` (the file holds `have` bytes on
+  // return and on a throw). Throws TransportError when the connection breaks (the caller resumes),
+  // PullError for answers that resuming cannot fix.
   void download_range(const std::string& commit, PulledFile& pf, const FileMetadata& meta, int fd,
                       const fs::path& partial, uint64_t& have, std::optional<Sha256>& hasher) {
+    BufferedAppend out(fd, partial);
     bool first = true;
     auto last_emit = std::chrono::steady_clock::now();
     HttpClient::Sink sink = [&](const HttpResponse& answer, const char* data, size_t size) {
@@ -467,15 +510,7 @@ class Puller {
       if (have + size > meta.size)
         throw pull_error(PullFailure::Checksum, id_.repo + ": " + pf.name + ": the server sent more than the advertised " +
                                                     std::to_string(meta.size) + " bytes");
-      size_t done = 0;
-      while (done < size) {
-        ssize_t w = ::write(fd, data + done, size - done);
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          throw disk_error(partial, "write failed", errno);
-        }
-        done += static_cast<size_t>(w);
-      }
+      out.append(data, size);
       if (meta.lfs) hasher->update(data, size);
       have += size;
       pf.bytes_downloaded += size;
@@ -486,7 +521,14 @@ class Puller {
         emit(PullEvent::Kind::FileProgress, commit, pf.name, have, meta.size, 0);
       }
     };
-    HttpResponse r = http_.get_stream(meta.download_url, have, sink);
+    HttpResponse r;
+    try {
+      r = http_.get_stream(meta.download_url, have, sink);
+    } catch (...) {
+      out.flush();  // what arrived before the cut is good: the resume starts after it
+      throw;
+    }
+    out.flush();
     if (r.status != 200 && r.status != 206) throw_http_error(r, pf.name, pf.name);
     if (have < meta.size)
       throw TransportError(TransportFailure::Cut, meta.download_url + ": the answer ended after " +
