@@ -1,5 +1,6 @@
 // linear() on the models' shapes, ours (BF16 and F32 weights) against OpenBLAS cblas_sgemm (F32) in
-// the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second.
+// the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second, and
+// kernel_in_cache measures the GEMM kernel alone against one core's FMA peak.
 // Threads: SMOLVLM_BENCH_THREADS (default 2), used by both libraries.
 // On a busy machine use repetitions and read the `max` aggregate of GFLOP/s (the best repetition):
 //   ./gemm_bench --benchmark_repetitions=10 --benchmark_min_time=0.05 --benchmark_report_aggregates_only
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
@@ -91,6 +93,28 @@ void bm_openblas(benchmark::State& state, Shape s) {
 }
 #endif
 
+// The kernel alone, on one thread, with every operand in L1/L2: one 144-row block of x (24 micro
+// tiles) against 16 prepacked weight panels, K = 256 (one K block), as the big GEMMs run it between
+// packings. Also reported as a fraction of one core's FMA peak, measured in the same run.
+void bm_kernel_in_cache(benchmark::State& state) {
+  const int64_t M = 144, N = 256, K = 256;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> x(size_t(M * K)), w(size_t(N * K)), y(size_t(M * N));
+  for (float& v : x) v = dist(rng);
+  for (float& v : w) v = dist(rng);
+  smolvlm::PackedWeight packed;
+  packed.pack(w.data(), N, K, K);
+  for (auto _ : state) {
+    smolvlm::linear_packed(x.data(), M, K, packed, N, K, y.data(), N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double gflops = 2.0 * double(M * N * K) * double(state.iterations()) / 1e9;
+  state.counters["GFLOP/s"] = benchmark::Counter(gflops, benchmark::Counter::kIsRate);
+  smolvlm::ThreadPool one(1);
+  state.counters["fma_peak_1_core"] = smolvlm::measure_fma_peak_gflops(smolvlm::active_kernel_path(), one, 0.3);
+}
+
 std::string shape_name(const Shape& s) {
   return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
 }
@@ -111,6 +135,7 @@ int register_all() {
     configure(benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s));
 #endif
   }
+  configure(benchmark::RegisterBenchmark("kernel_in_cache/144x256x256/threads:1", bm_kernel_in_cache));
   benchmark::AddCustomContext("threads", std::to_string(smolvlm::bench::bench_threads()));
   benchmark::AddCustomContext("smolvlm_kernel_path", smolvlm::kernel_path_name(smolvlm::active_kernel_path()));
 #ifdef SMOLVLM_HAVE_OPENBLAS
