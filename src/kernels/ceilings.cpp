@@ -57,6 +57,22 @@ std::pair<size_t, size_t> thread_slice(size_t n, int t, int64_t threads) {
   return {n * size_t(t) / size_t(threads), n * size_t(t + 1) / size_t(threads)};
 }
 
+// Runs `pass` on every pool thread again and again for about `seconds` (at least three times) and
+// returns the best rate in GB/s for `bytes_per_pass` bytes moved per pass.
+template <typename Pass>
+double best_pass_gbs(ThreadPool& pool, double bytes_per_pass, double seconds, const Pass& pass) {
+  double best = 0;
+  const auto start = Clock::now();
+  int passes = 0;
+  do {
+    auto t0 = Clock::now();
+    pool.run_on_all(pass);
+    best = std::max(best, bytes_per_pass / seconds_since(t0) / 1e9);
+    ++passes;
+  } while (seconds_since(start) < seconds || passes < 3);
+  return best;
+}
+
 }  // namespace
 
 double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds) {
@@ -112,19 +128,10 @@ double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double second
     }
   });
   const float s = 3.f;
-  double best = 0;
-  const auto start = Clock::now();
-  int passes = 0;
-  do {
-    auto t0 = Clock::now();
-    pool.run_on_all([&](int t) {
-      const auto [b0, e0] = thread_slice(n, t, pool.size());
-      for (size_t i = b0; i < e0; ++i) pa[i] = pb[i] + s * pc[i];
-    });
-    const double dt = seconds_since(t0);
-    best = std::max(best, 3.0 * double(n * sizeof(float)) / dt / 1e9);
-    ++passes;
-  } while (seconds_since(start) < seconds || passes < 3);
+  const double best = best_pass_gbs(pool, 3.0 * double(n * sizeof(float)), seconds, [&](int t) {
+    const auto [b0, e0] = thread_slice(n, t, pool.size());
+    for (size_t i = b0; i < e0; ++i) pa[i] = pb[i] + s * pc[i];
+  });
   if (pa[n / 2] != 7.f) throw internal_error("triad: wrong result");
   return best;
 }
@@ -140,29 +147,20 @@ double measure_read_gbs(ThreadPool& pool, size_t bytes, double seconds) {
     for (size_t i = b0; i < e0; ++i) p[i] = i;
   });
   std::vector<uint64_t> sums(size_t(pool.size()));
-  double best = 0;
-  const auto start = Clock::now();
-  int passes = 0;
-  do {
-    auto t0 = Clock::now();
-    pool.run_on_all([&](int t) {
-      const auto [b0, e0] = thread_slice(n, t, pool.size());
-      // Four independent sums: the loads, not an add chain, set the pace.
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      size_t i = b0;
-      for (; i + 4 <= e0; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-      }
-      for (; i < e0; ++i) s0 += p[i];
-      sums[size_t(t)] = s0 + s1 + s2 + s3;
-    });
-    const double dt = seconds_since(t0);
-    best = std::max(best, double(n * sizeof(uint64_t)) / dt / 1e9);
-    ++passes;
-  } while (seconds_since(start) < seconds || passes < 3);
+  const double best = best_pass_gbs(pool, double(n * sizeof(uint64_t)), seconds, [&](int t) {
+    const auto [b0, e0] = thread_slice(n, t, pool.size());
+    // Four independent sums: the loads, not an add chain, set the pace.
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = b0;
+    for (; i + 4 <= e0; i += 4) {
+      s0 += p[i];
+      s1 += p[i + 1];
+      s2 += p[i + 2];
+      s3 += p[i + 3];
+    }
+    for (; i < e0; ++i) s0 += p[i];
+    sums[size_t(t)] = s0 + s1 + s2 + s3;
+  });
   uint64_t total = 0;
   for (uint64_t s : sums) total += s;
   if (total != uint64_t(n) * uint64_t(n - 1) / 2) throw internal_error("read bandwidth: wrong sum");
