@@ -115,5 +115,28 @@ TEST(CliErrors, CleanErrorsWithExitCodes) {
   EXPECT_EQ(r.exit_code, 3) << r.out;
 }
 
+// The tokenizer loads on a second thread while the model and images load (with one thread, on first
+// use): its errors still end the command with the same message and exit code either way.
+TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
+  const auto tiny = test::data_dir() / "models" / "smolvlm-tiny";
+  const auto dir = temp_dir("broken_tokenizer");
+  std::filesystem::create_directories(dir);
+  for (const auto& e : std::filesystem::directory_iterator(tiny))
+    if (e.path().filename() != "tokenizer.json") std::filesystem::create_symlink(e.path(), dir / e.path().filename());
+  test::write_text_file(dir / "tokenizer.json", "{\"model\": 3");
+  const auto image = quoted((test::data_dir() / "image" / "model_images" / "tiny.png").string());
+  for (const char* threads : {"1", "2"}) {
+    auto r = test::run_cli("caption --threads " + std::string(threads) + " --max-new-tokens 1 --model " +
+                           quoted(dir.string()) + " " + image);
+    EXPECT_EQ(r.exit_code, 3) << threads << " threads: " << r.out;
+    EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+    r = test::run_cli("generate --threads " + std::string(threads) + " --max-new-tokens 1 --prompt hi --model " +
+                      quoted(dir.string()));
+    EXPECT_EQ(r.exit_code, 3) << threads << " threads: " << r.out;
+    EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace smolvlm
