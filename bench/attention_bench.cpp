@@ -4,8 +4,8 @@
 // compares directly with the GEMM benchmarks.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"

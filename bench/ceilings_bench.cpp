@@ -2,7 +2,6 @@
 // SMOLVLM_BENCH_THREADS threads, default 2), STREAM triad bandwidth and streaming read bandwidth.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "kernels/ceilings.h"
