@@ -44,6 +44,11 @@ struct BenchArgs {
   bool skip_ceilings = false;
 };
 
+// Warm vision passes after the caption's cold one: up to this many, while they have taken less than
+// the budget (a 13-tile image gets one).
+constexpr size_t kVisionWarmPasses = 3;
+constexpr double kVisionWarmBudgetS = 8.0;
+
 double peak_rss_mib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -160,10 +165,6 @@ int run_bench(const BenchArgs& a) {
     t = Clock::now();
     ImageFeatures f = encode_images(*model, p.pixel_values.data(), p.num_tiles, pool);
     double vision_s = since(t);
-    out["vision_s_per_tile"] = vision_s / double(p.num_tiles);
-    out["vision_gflops"] = vision_flops_per_tile(cfg) * double(p.num_tiles) / vision_s / 1e9;
-    std::fprintf(stderr, "vision: %.3f s per tile (%.1f GFLOP/s)\n", out["vision_s_per_tile"].get<double>(),
-                 out["vision_gflops"].get<double>());
 
     // A whole caption: tokenizer, prompt, prefill with the image features, `caption_tokens` greedy tokens.
     t = Clock::now();
@@ -188,6 +189,24 @@ int run_bench(const BenchArgs& a) {
     out["caption_new_tokens"] = r.ids.size();
     std::fprintf(stderr, "caption: %zu prompt tokens, %zu new tokens, %.2f s including load\n", ids.size(),
                  r.ids.size(), caption_s);
+
+    // The caption's vision pass ran cold (first touch of the mapped weights and the scratch); the figure
+    // compared with the ceilings is the best of warm passes, the statistic every ceiling takes too.
+    std::vector<double> warm;
+    for (double spent = 0; warm.size() < kVisionWarmPasses && spent < kVisionWarmBudgetS; spent += warm.back()) {
+      t = Clock::now();
+      encode_images(*model, p.pixel_values.data(), p.num_tiles, pool);
+      warm.push_back(since(t));
+    }
+    std::sort(warm.begin(), warm.end());
+    const double tiles = double(p.num_tiles);
+    out["vision_cold_s_per_tile"] = vision_s / tiles;
+    out["vision_s_per_tile"] = warm.front() / tiles;
+    out["vision_median_s_per_tile"] = warm[warm.size() / 2] / tiles;
+    out["vision_warm_passes"] = warm.size();
+    out["vision_gflops"] = vision_flops_per_tile(cfg) * tiles / warm.front() / 1e9;
+    std::fprintf(stderr, "vision: %.3f s per tile cold, %.3f best of %zu warm passes (%.1f GFLOP/s)\n",
+                 vision_s / tiles, warm.front() / tiles, warm.size(), out["vision_gflops"].get<double>());
   }
 
   for (int64_t n : {int64_t(81), int64_t(1141)}) {

@@ -115,6 +115,31 @@ TEST(CliErrors, CleanErrorsWithExitCodes) {
   EXPECT_EQ(r.exit_code, 3) << r.out;
 }
 
+// `bench` reports every stage; vision both as the caption's cold pass and as warm passes, whose
+// best and median it orders consistently.
+TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
+  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  const test::CommandResult r = test::run_cli(
+      "bench --model " + quoted(tiny) + " --no-split --no-ceilings --json --threads 2 --decode-tokens 2 --caption-tokens 1",
+      /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json out = nlohmann::json::parse(r.out);  // one indented object
+  for (const char* key : {"load_s", "preprocess_s", "vision_cold_s_per_tile", "vision_s_per_tile",
+                          "vision_median_s_per_tile", "vision_gflops", "time_to_first_token_s", "caption_s_incl_load",
+                          "prefill_tok_s_81", "prefill_tok_s_1141", "decode_tok_s", "peak_rss_mib"}) {
+    ASSERT_TRUE(out.contains(key)) << key;
+    EXPECT_GT(out[key].get<double>(), 0.0) << key;
+  }
+  EXPECT_EQ(out["tiles"].get<int64_t>(), 1);
+  EXPECT_EQ(out["caption_new_tokens"].get<int64_t>(), 1);
+  const int64_t passes = out["vision_warm_passes"].get<int64_t>();
+  EXPECT_GE(passes, 1);
+  EXPECT_LE(passes, 3);
+  EXPECT_LE(out["vision_s_per_tile"].get<double>(), out["vision_median_s_per_tile"].get<double>());
+  EXPECT_FALSE(out.contains("ceilings"));  // --no-ceilings
+  EXPECT_GT(out["caption_s_incl_load"].get<double>(), out["vision_cold_s_per_tile"].get<double>());
+}
+
 // The tokenizer loads on a second thread while the model and images load (with one thread, on first
 // use): its errors still end the command with the same message and exit code either way.
 TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
