@@ -140,6 +140,29 @@ TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
   EXPECT_GT(out["caption_s_incl_load"].get<double>(), out["vision_cold_s_per_tile"].get<double>());
 }
 
+// With the ceilings, OpenBLAS (where installed) is sampled twice before each warm vision pass and
+// each prefill and four times at the end, in child processes, and every fraction is reported.
+TEST(CliBench, SamplesTheCeilingsBesideThePasses) {
+  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  const test::CommandResult r = test::run_cli(
+      "bench --model " + quoted(tiny) + " --no-split --json --threads 2 --decode-tokens 2 --caption-tokens 1",
+      /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json& c = out["ceilings"];
+  for (const char* key : {"triad_gb_s", "read_gb_s"}) EXPECT_GT(c[key].get<double>(), 0.0) << key;
+  const std::string peak = "fma_peak_gflops_" + out["kernel_path"].get<std::string>();
+  EXPECT_GT(c[peak].get<double>(), 0.0) << peak;
+  for (const char* key : {"vision_of_fma_peak", "decode_of_triad", "decode_of_read"})
+    EXPECT_GT(out["fractions"][key].get<double>(), 0.0) << key;
+  if (!c.contains("openblas_sgemm_gflops")) GTEST_SKIP() << "libopenblas is not installed";
+  EXPECT_GT(c["openblas_sgemm_gflops"].get<double>(), 0.0);
+  EXPECT_EQ(c["openblas_samples"].get<int64_t>(), 2 * out["vision_warm_passes"].get<int64_t>() + 2 * 2 + 4);
+  EXPECT_NEAR(out["fractions"]["vision_of_openblas"].get<double>(),
+              out["vision_gflops"].get<double>() / c["openblas_sgemm_gflops"].get<double>(), 1e-9);
+  EXPECT_TRUE(out["fractions"].contains("prefill_1141_of_openblas"));
+}
+
 // The tokenizer loads on a second thread while the model and images load (with one thread, on first
 // use): its errors still end the command with the same message and exit code either way.
 TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
