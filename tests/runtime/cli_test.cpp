@@ -115,15 +115,21 @@ TEST(CliErrors, CleanErrorsWithExitCodes) {
   EXPECT_EQ(r.exit_code, 3) << r.out;
 }
 
+// `smolvlm bench` on the tiny SmolVLM, one tile, short caption and decode, plus `extra` flags: its
+// JSON (one indented object), or an empty object after a failed expectation on the exit code.
+nlohmann::json run_bench_json(const std::string& extra) {
+  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  const test::CommandResult r = test::run_cli("bench --model " + quoted(tiny) + " --no-split --json --threads 2 " +
+                                                  "--decode-tokens 2 --caption-tokens 1 " + extra,
+                                              /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
 // `bench` reports every stage; vision both as the caption's cold pass and as warm passes, whose
 // best and median it orders consistently.
 TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
-  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
-  const test::CommandResult r = test::run_cli(
-      "bench --model " + quoted(tiny) + " --no-split --no-ceilings --json --threads 2 --decode-tokens 2 --caption-tokens 1",
-      /*merge_stderr=*/false);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json out = nlohmann::json::parse(r.out);  // one indented object
+  const nlohmann::json out = run_bench_json("--no-ceilings");
   for (const char* key : {"load_s", "preprocess_s", "vision_cold_s_per_tile", "vision_s_per_tile",
                           "vision_median_s_per_tile", "vision_gflops", "time_to_first_token_s", "caption_s_incl_load",
                           "prefill_tok_s_81", "prefill_tok_s_1141", "decode_tok_s", "peak_rss_mib"}) {
@@ -143,12 +149,8 @@ TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
 // With the ceilings, OpenBLAS (where installed) is sampled twice before each warm vision pass and
 // each prefill and four times at the end, in child processes, and every fraction is reported.
 TEST(CliBench, SamplesTheCeilingsBesideThePasses) {
-  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
-  const test::CommandResult r = test::run_cli(
-      "bench --model " + quoted(tiny) + " --no-split --json --threads 2 --decode-tokens 2 --caption-tokens 1",
-      /*merge_stderr=*/false);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json out = run_bench_json("");
+  ASSERT_TRUE(out.contains("ceilings") && out.contains("fractions")) << out.dump();
   const nlohmann::json& c = out["ceilings"];
   for (const char* key : {"triad_gb_s", "read_gb_s"}) EXPECT_GT(c[key].get<double>(), 0.0) << key;
   const std::string peak = "fma_peak_gflops_" + out["kernel_path"].get<std::string>();
