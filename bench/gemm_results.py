@@ -10,8 +10,14 @@ import json
 import sys
 
 
+# gemm_bench's benchmarks named operation/MxNxK, one table row per shape; the one-core kernel
+# benchmark (kernel_in_cache/...) gets a line of its own.
+SHAPE_PREFIXES = ("ours_bf16/", "ours_f32/", "openblas_f32/")
+KERNEL_IN_CACHE = "kernel_in_cache/"
+
+
 def best(run_file):
-    """name -> (GFLOP/s, weight GB/s or None) from the `max` aggregates."""
+    """name -> (GFLOP/s, weight GB/s or None, all counters) from the `max` aggregates."""
     out = {}
     with open(run_file) as f:
         data = json.load(f)
@@ -20,7 +26,7 @@ def best(run_file):
             continue
         name = b["run_name"].replace("/real_time", "")
         out[name] = (b["GFLOP/s"] / 1e9 if b["GFLOP/s"] > 1e6 else b["GFLOP/s"],
-                     (b["weight_GB/s"] / 1e9 if b.get("weight_GB/s", 0) > 1e6 else b.get("weight_GB/s")))
+                     (b["weight_GB/s"] / 1e9 if b.get("weight_GB/s", 0) > 1e6 else b.get("weight_GB/s")), b)
     return out, data["context"]
 
 
@@ -36,6 +42,8 @@ def per_cpu_second(run_file):
         if b.get("aggregate_name") != "min":
             continue
         name = b["run_name"].replace("/real_time", "")
+        if not name.startswith(SHAPE_PREFIXES):
+            continue
         m, n, k = (int(v) for v in name.split("/", 1)[1].split("x"))
         out[name] = 2.0 * m * n * k / (b["cpu_time"] * scale[b.get("time_unit", "ns")]) / 1e9
     return out
@@ -78,14 +86,16 @@ def main(argv):
         print("|---|---|---|---|---|---|---|" + ("---|" if cpu else ""))
         shapes = []
         for name in res:
+            if not name.startswith(SHAPE_PREFIXES):
+                continue
             shape = name.split("/", 1)[1]
             if shape not in shapes:
                 shapes.append(shape)
         for s in shapes:
-            ob = res.get(f"openblas_f32/{s}", (None, None))[0]
-            obh = hs.get(f"openblas_f32/{s}", (None, None))[0]
-            bf, bw = res.get(f"ours_bf16/{s}", (None, None))
-            f32 = res.get(f"ours_f32/{s}", (None, None))[0]
+            ob = res.get(f"openblas_f32/{s}", (None,))[0]
+            obh = hs.get(f"openblas_f32/{s}", (None,))[0]
+            bf, bw = res.get(f"ours_bf16/{s}", (None, None))[:2]
+            f32 = res.get(f"ours_f32/{s}", (None,))[0]
             fmt = lambda v: f"{v:.1f}" if v is not None else "–"
             ratio = f"{bf / ob:.2f}" if bf and ob else "–"
             row = f"| {s} | {fmt(bf)} | {fmt(f32)} | {fmt(ob)} | {fmt(obh)} | {ratio} | {fmt(bw) if bw else '–'} |"
@@ -93,6 +103,12 @@ def main(argv):
                 row += (f" {fmt(cpu.get(f'ours_bf16/{s}'))} / {fmt(cpu.get(f'ours_f32/{s}'))} / "
                         f"{fmt(cpu.get(f'openblas_f32/{s}'))} / {fmt(cpu_h.get(f'openblas_f32/{s}'))} |")
             print(row)
+        for name, (gflops, _, b) in res.items():
+            if name.startswith(KERNEL_IN_CACHE) and b.get("fma_peak_1_core"):
+                peak = b["fma_peak_1_core"]
+                print(f"\n`{name}`: the micro kernel with its operands in L1/L2 on one core, {gflops:.1f} GFLOP/s: "
+                      f"{gflops / peak:.0%} of one core's FMA peak measured in the same run ({peak:.1f}; "
+                      f"best repetition of each).")
 
 
 if __name__ == "__main__":
