@@ -16,6 +16,13 @@ SHAPE_PREFIXES = ("ours_bf16/", "ours_f32/", "openblas_f32/")
 KERNEL_IN_CACHE = "kernel_in_cache/"
 
 
+def shape_order(shape):
+    """Rows in a fixed order whatever order the (interleaved) run reported them in: the GEMMs before
+    the GEMVs, then by M, K and N."""
+    m, n, k = (int(v) for v in shape.split("x"))
+    return (m == 1, m, k, n)
+
+
 def best(run_file):
     """name -> (GFLOP/s, weight GB/s or None, all counters) from the `max` aggregates."""
     out = {}
@@ -91,7 +98,7 @@ def main(argv):
             shape = name.split("/", 1)[1]
             if shape not in shapes:
                 shapes.append(shape)
-        for s in shapes:
+        for s in sorted(shapes, key=shape_order):
             ob = res.get(f"openblas_f32/{s}", (None,))[0]
             obh = hs.get(f"openblas_f32/{s}", (None,))[0]
             bf, bw = res.get(f"ours_bf16/{s}", (None, None))[:2]
