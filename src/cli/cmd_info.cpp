@@ -1,15 +1,12 @@
 // `smolvlm info`: what a model folder holds (architecture, parameters per component, dtypes, sizes,
 // key config values), after validating every file of it.
 #include <nlohmann/json.hpp>
+#include <smolvlm.hpp>
 
-#include <cstdio>
 #include <iostream>
-#include <set>
 #include <string>
 
 #include "cli/command.h"
-#include "hub/model_ref.h"
-#include "io/safetensors.h"
 
 namespace smolvlm::cli {
 namespace {
@@ -21,76 +18,6 @@ std::string with_commas(int64_t n) {
     out += digits[i];
   }
   return (n < 0 ? "-" : "") + out;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-nlohmann::ordered_json text_config_json(const TextConfig& t) {
-  return {{"vocab_size", t.vocab_size},
-          {"hidden_size", t.hidden_size},
-          {"intermediate_size", t.intermediate_size},
-          {"num_hidden_layers", t.num_hidden_layers},
-          {"num_attention_heads", t.num_attention_heads},
-          {"num_key_value_heads", t.num_key_value_heads},
-          {"head_dim", t.head_dim},
-          {"max_position_embeddings", t.max_position_embeddings},
-          {"rms_norm_eps", t.rms_norm_eps},
-          {"rope_theta", t.rope_theta},
-          {"rope_type", t.rope_type},
-          {"hidden_act", t.hidden_act}};
-}
-
-nlohmann::ordered_json vision_config_json(const VisionConfig& v) {
-  return {{"hidden_size", v.hidden_size},
-          {"intermediate_size", v.intermediate_size},
-          {"num_hidden_layers", v.num_hidden_layers},
-          {"num_attention_heads", v.num_attention_heads},
-          {"image_size", v.image_size},
-          {"patch_size", v.patch_size},
-          {"layer_norm_eps", v.layer_norm_eps},
-          {"hidden_act", v.hidden_act}};
-}
-
-// Everything `info` reports, as JSON; the text form is printed from the same object.
-nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
-  nlohmann::ordered_json j;
-  j["model_dir"] = cfg.dir.string();
-  j["architecture"] = architecture_name(cfg.arch);
-  std::vector<ExpectedTensor> table = expected_tensors(cfg);
-  ParameterCounts p = count_parameters(table);
-  nlohmann::ordered_json params = {{"total", p.total()}};
-  if (cfg.arch == Architecture::Idefics3) {
-    params["vision"] = p.vision;
-    params["connector"] = p.connector;
-  }
-  params["text"] = p.text;
-  params["lm_head"] = p.lm_head;
-  j["parameters"] = params;
-  j["tie_word_embeddings"] = cfg.tie_word_embeddings;
-  j["tensor_count"] = table.size();
-  if (ck) {
-    std::set<std::string> dtypes;
-    for (const auto& [name, t] : ck->tensors()) dtypes.insert(dtype_name(t.dtype));
-    j["dtypes"] = dtypes;
-    j["files"] = ck->files();
-    j["file_bytes"] = ck->file_bytes();
-    j["identity"] = hex64(ck->identity());
-  } else {
-    j["weights"] = nullptr;
-  }
-  j["text_config"] = text_config_json(cfg.text);
-  if (cfg.arch == Architecture::Idefics3) {
-    j["vision_config"] = vision_config_json(cfg.vision);
-    j["scale_factor"] = cfg.scale_factor;
-    j["image_token_id"] = cfg.image_token_id;
-    j["image_tokens_per_tile"] = cfg.image_tokens_per_tile();
-  }
-  j["eos_token_ids"] = cfg.generation.eos_token_ids;
-  return j;
 }
 
 void print_text(const nlohmann::ordered_json& j) {
@@ -138,20 +65,13 @@ const Command kInfo{"info", "Describe a model folder: architecture, parameters, 
   auto model = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
   auto config_only = std::make_shared<bool>(false);
-  sub.add_option("--model", *model, std::string("model folder or hub id (default ") + kDefaultModelId + ")");
+  sub.add_option("--model", *model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
   sub.add_flag("--json", *as_json, "print one JSON object");
   sub.add_flag("--config-only", *config_only, "read the configs only (parameter counts from config.json), not the weights");
   return [=]() {
-    std::filesystem::path dir = resolve_model_dir(*model);
-    std::unique_ptr<Checkpoint> ck;
-    ModelConfig cfg;
-    if (*config_only) {
-      cfg = load_model_config(dir);
-    } else {
-      ck = Checkpoint::open(dir);
-      cfg = ck->config();
-    }
-    nlohmann::ordered_json j = describe(cfg, ck.get());
+    char* json = nullptr;
+    api::check(smolvlm_inspect_model(model->c_str(), *config_only ? 1 : 0, &json));
+    const auto j = nlohmann::ordered_json::parse(api::take_string(json));
     if (*as_json) {
       std::cout << j.dump(2) << "\n";
     } else {

@@ -1,19 +1,14 @@
 // `smolvlm preprocess`: one image through HF load_image + Idefics3ImageProcessor, written as the
 // float32 pixel_values the vision encoder takes (and optionally the uint8 tiles / one PNG per tile).
 #include <nlohmann/json.hpp>
+#include <smolvlm.hpp>
 
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
+#include <vector>
 
 #include "cli/command.h"
-#include "core/error.h"
-#include "hub/model_ref.h"
-#include "image/idefics3.h"
-#include "image/image.h"
-#include "io/config.h"
-#include "io/npy.h"
 
 namespace smolvlm::cli {
 namespace {
@@ -23,53 +18,48 @@ struct PreprocessFlags {
   bool no_split = false, as_json = false;
 };
 
-ImageProcessorConfig read_processor_config(const std::filesystem::path& dir) {
-  const auto path = dir / "preprocessor_config.json";
-  std::ifstream f(path);
-  if (!f) throw io_error(path.string() + ": cannot open (the model folder needs preprocessor_config.json)");
-  std::stringstream text;
-  text << f.rdbuf();
-  return parse_image_processor_config(text.str(), path.string());
-}
-
-// Tile i of [N, 3, S, S] as an RGB image.
-RgbImage tile_rgb(const PreprocessedImage& p, int64_t i) {
+// Tile i of [N, 3, S, S] as interleaved RGB.
+std::vector<uint8_t> tile_rgb(const smolvlm_pixels& p, int64_t i) {
   const int64_t s = p.tile_size, plane = s * s;
-  RgbImage img{s, s, std::vector<uint8_t>(static_cast<size_t>(plane * 3))};
-  const uint8_t* t = p.tiles_u8.data() + i * 3 * plane;
+  std::vector<uint8_t> rgb(static_cast<size_t>(plane * 3));
+  const uint8_t* t = p.tiles_u8 + i * 3 * plane;
   for (int64_t k = 0; k < plane; ++k)
-    for (int c = 0; c < 3; ++c) img.pixels[k * 3 + c] = t[c * plane + k];
-  return img;
+    for (int c = 0; c < 3; ++c) rgb[k * 3 + c] = t[c * plane + k];
+  return rgb;
 }
 
 int run(const PreprocessFlags& f) {
-  const auto model_dir = resolve_model_dir(f.model);
-  const ImageProcessorConfig cfg = read_processor_config(model_dir);
-  const RgbImage image = load_image(f.image);
-  const PreprocessedImage p = preprocess_idefics3(image, cfg, f.no_split ? std::optional<bool>(false) : std::nullopt);
-  const std::vector<int64_t> shape = {p.num_tiles, 3, p.tile_size, p.tile_size};
-  write_npy(f.out, "f4", shape, p.pixel_values.data(), p.pixel_values.size() * sizeof(float));
-  if (!f.tiles_out.empty()) write_npy(f.tiles_out, "u1", shape, p.tiles_u8.data(), p.tiles_u8.size());
+  smolvlm_image image{};
+  image.kind = SMOLVLM_IMAGE_PATH;
+  image.path = f.image.c_str();
+  smolvlm_pixels p{};
+  api::check(smolvlm_preprocess_image(f.model.c_str(), &image, f.no_split ? 0 : -1, &p));
+  const std::unique_ptr<smolvlm_pixels, void (*)(smolvlm_pixels*)> owned(&p, smolvlm_pixels_free);
+  const int64_t shape[4] = {p.tiles, 3, p.tile_size, p.tile_size};
+  const size_t n = static_cast<size_t>(p.tiles * 3 * p.tile_size * p.tile_size);
+  api::check(smolvlm_write_npy(f.out.c_str(), "f4", shape, 4, p.pixel_values, n * sizeof(float)));
+  if (!f.tiles_out.empty()) api::check(smolvlm_write_npy(f.tiles_out.c_str(), "u1", shape, 4, p.tiles_u8, n));
   if (!f.dump_tiles.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(f.dump_tiles, ec);
-    if (ec) throw io_error(f.dump_tiles + ": cannot create folder: " + ec.message());
-    for (int64_t i = 0; i < p.num_tiles; ++i) {
+    if (ec) throw api::Error(SMOLVLM_ERR_IO, f.dump_tiles + ": cannot create folder: " + ec.message());
+    for (int64_t i = 0; i < p.tiles; ++i) {
       // Row-major crops first, the global (or only) image last.
-      std::string name = i == p.num_tiles - 1 ? "global" : "tile_r" + std::to_string(i / p.cols + 1) + "_c" +
-                                                              std::to_string(i % p.cols + 1);
-      save_png(std::filesystem::path(f.dump_tiles) / (name + ".png"), tile_rgb(p, i));
+      std::string name = i == p.tiles - 1 ? "global" : "tile_r" + std::to_string(i / p.cols + 1) + "_c" +
+                                                          std::to_string(i % p.cols + 1);
+      const std::string path = (std::filesystem::path(f.dump_tiles) / (name + ".png")).string();
+      api::check(smolvlm_write_png(path.c_str(), tile_rgb(p, i).data(), p.tile_size, p.tile_size));
     }
   }
-  nlohmann::ordered_json j = {{"rows", p.rows},     {"cols", p.cols},           {"tiles", p.num_tiles},
-                              {"width", image.width}, {"height", image.height}, {"tile_size", p.tile_size}};
+  nlohmann::ordered_json j = {{"rows", p.rows},     {"cols", p.cols},           {"tiles", p.tiles},
+                              {"width", p.width}, {"height", p.height}, {"tile_size", p.tile_size}};
   if (f.as_json) {
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << f.image << ": " << image.width << "x" << image.height << " -> " << p.num_tiles << " tile(s) of "
+    std::cout << f.image << ": " << p.width << "x" << p.height << " -> " << p.tiles << " tile(s) of "
               << p.tile_size << "x" << p.tile_size;
     if (p.rows > 0) std::cout << " (" << p.rows << " rows x " << p.cols << " cols + global image)";
-    std::cout << "\nwrote " << f.out << " float32 [" << p.num_tiles << ", 3, " << p.tile_size << ", " << p.tile_size
+    std::cout << "\nwrote " << f.out << " float32 [" << p.tiles << ", 3, " << p.tile_size << ", " << p.tile_size
               << "]\n";
   }
   return 0;
@@ -82,7 +72,7 @@ const Command kPreprocess{
       sub.add_option("image", f->image, "image file (JPEG, PNG, WebP, GIF, BMP)")->required();
       sub.add_option("--model", f->model,
                      std::string("model folder (only preprocessor_config.json is read) or hub id (default ") +
-                         kDefaultModelId + ")");
+                         smolvlm_default_model() + ")");
       sub.add_flag("--no-split", f->no_split, "do not split into tiles: one squashed max_image_size tile");
       sub.add_option("--out", f->out, "output .npy: float32 pixel_values [N, 3, S, S]")->required();
       sub.add_option("--tiles-out", f->tiles_out, "also write the uint8 tiles [N, 3, S, S] before rescale/normalize");

@@ -1,65 +1,63 @@
 // `smolvlm prompt`: the prompt string and input ids HF's Idefics3Processor builds for one user turn
 // (images first, then the text), or the chat prompt of a text-only model.
 #include <nlohmann/json.hpp>
+#include <smolvlm.hpp>
 
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
-#include "core/error.h"
-#include "hub/model_ref.h"
-#include "image/idefics3.h"
-#include "image/image.h"
-#include "io/config.h"
-#include "io/file.h"
-#include "text/prompt.h"
+#include "cli/generation_flags.h"
 
 namespace smolvlm::cli {
 namespace {
 
+struct PromptFlags {
+  std::string model, prompt, messages;
+  std::vector<std::string> images;
+  bool no_split = false, as_json = false;
+};
+
 const Command kPrompt{"prompt", "Build the model input for a prompt (+ images): the templated, image-expanded text and its ids",
                       [](CLI::App& sub) {
-  auto model = std::make_shared<std::string>();
-  auto images = std::make_shared<std::vector<std::string>>();
-  auto prompt = std::make_shared<std::string>();
-  auto no_split = std::make_shared<bool>(false);
-  auto as_json = std::make_shared<bool>(false);
-  sub.add_option("--model", *model, std::string("model folder or hub id (default ") + kDefaultModelId + ")");
-  sub.add_option("--image", *images, "an image file (repeatable; the images come before the text, in this order)");
-  sub.add_option("--prompt", *prompt, "the user's text")->required();
-  sub.add_flag("--no-split", *no_split, "do not split images into tiles (do_image_splitting=False)");
-  sub.add_flag("--json", *as_json, "print {\"text\":...,\"input_ids\":[...]}");
-  return [=]() {
-    auto dir = resolve_model_dir(*model);
-    auto assets = TextAssets::load(dir);
-    BuiltPrompt built;
-    if (assets->image_seq_len()) {
-      std::vector<ImageGrid> grids;
-      if (!images->empty()) {
-        auto pre_path = dir / "preprocessor_config.json";
-        ImageProcessorConfig config = parse_image_processor_config(read_file(pre_path), pre_path.string());
-        std::optional<bool> split = *no_split ? std::optional<bool>(false) : std::nullopt;
-        for (auto& path : *images) {
-          PreprocessedImage p = preprocess_idefics3(load_image(path), config, split);
-          grids.push_back({p.rows, p.cols});
-        }
-      }
-      built = build_vlm_prompt(*assets, *prompt, grids);
-    } else {
-      if (!images->empty()) throw bad_input(dir.string() + ": not an image-text model (no processor_config.json); --image cannot be used");
-      built = build_chat_prompt(*assets, nlohmann::ordered_json::array({{{"role", "user"}, {"content", *prompt}}}));
-    }
-    if (*as_json) {
+  auto f = std::make_shared<PromptFlags>();
+  sub.add_option("--model", f->model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
+  sub.add_option("--image", f->images, "an image file (repeatable; the images come before the text, in this order)");
+  sub.add_option("--prompt", f->prompt, "the user's text")->required();
+  sub.add_option("--messages", f->messages, std::string("earlier turns, before the images and the prompt: ") + messages_help());
+  sub.add_flag("--no-split", f->no_split, "do not split images into tiles (do_image_splitting=False)");
+  sub.add_flag("--json", f->as_json, "print {\"text\":...,\"input_ids\":[...]}");
+  return [f]() {
+    smolvlm_model_options mo;
+    smolvlm_model_options_init(&mo);
+    mo.threads = 1;
+    mo.load_weights = 0;  // the configs and the tokenizer are all a prompt needs
+    const api::Model model = api::Model::load(f->model, &mo);
+    api::Chat chat;
+    if (!f->messages.empty()) add_messages_file(f->messages, chat);
+    chat.add(SMOLVLM_ROLE_USER);
+    for (const auto& path : f->images) chat.image_file(path);
+    chat.text(f->prompt);
+    smolvlm_request req;
+    smolvlm_request_init(&req);
+    chat.fill(req);
+    if (f->no_split) req.split = 0;
+    char* text = nullptr;
+    int32_t* ids = nullptr;
+    size_t n = 0;
+    api::check(smolvlm_render_prompt(model.get(), &req, &text, &ids, &n));
+    const std::string rendered = api::take_string(text);
+    const std::vector<int32_t> input_ids = api::take_ids(ids, n);
+    if (f->as_json) {
       nlohmann::ordered_json out;
-      out["text"] = built.text;
-      out["input_ids"] = built.input_ids;
+      out["text"] = rendered;
+      out["input_ids"] = input_ids;
       std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-      std::cout << built.text << "\n[" << built.input_ids.size() << " ids]";
-      for (int32_t id : built.input_ids) std::cout << ' ' << id;
+      std::cout << rendered << "\n[" << input_ids.size() << " ids]";
+      for (int32_t id : input_ids) std::cout << ' ' << id;
       std::cout << "\n";
     }
     return 0;

@@ -1,13 +1,12 @@
 // `smolvlm synth`: a random-weight checkpoint in HF layout for a config (tests and benchmarks at real
 // sizes without downloading weights).
 #include <nlohmann/json.hpp>
+#include <smolvlm.hpp>
 
 #include <iostream>
-#include <map>
 #include <string>
 
 #include "cli/command.h"
-#include "io/synth.h"
 
 namespace smolvlm::cli {
 namespace {
@@ -29,20 +28,19 @@ const Command kSynth{"synth", "Write a random-weight checkpoint with exactly the
   sub.add_flag("--force", *force, "replace a non-empty output folder");
   sub.add_flag("--json", *as_json, "print a JSON summary");
   return [=]() {
-    static const std::map<std::string, DType> kDtypes = {{"bf16", DType::BF16}, {"f16", DType::F16}, {"f32", DType::F32}};
-    SynthOptions options;
-    options.seed = *seed;
-    options.dtype = kDtypes.at(*dtype);
-    options.force = *force;
-    SynthResult r = synth_checkpoint(*config, *out, options);
+    smolvlm_synth_options o;
+    smolvlm_synth_options_init(&o);
+    o.seed = *seed;
+    o.dtype = dtype->c_str();
+    o.force = *force ? 1 : 0;
+    char* summary = nullptr;
+    api::check(smolvlm_synth(config->c_str(), out->c_str(), &o, &summary));
+    const auto j = nlohmann::ordered_json::parse(api::take_string(summary));
     if (*as_json) {
-      nlohmann::ordered_json j = {{"out", *out},           {"tensors", r.tensors},          {"parameters", r.parameters},
-                                  {"dtype", dtype_name(options.dtype)}, {"weight_bytes", r.weight_bytes},
-                                  {"copied_files", r.copied_files}, {"seed", *seed}};
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << "wrote " << *out << ": " << r.tensors << " tensors, " << r.parameters << " parameters ("
-                << dtype_name(options.dtype) << ", " << r.weight_bytes << " bytes), " << r.copied_files
+      std::cout << "wrote " << *out << ": " << j["tensors"] << " tensors, " << j["parameters"] << " parameters ("
+                << j["dtype"].get<std::string>() << ", " << j["weight_bytes"] << " bytes), " << j["copied_files"]
                 << " files copied\n";
     }
     return 0;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,10 @@ struct RegisteredCommand {
   CommandSetup setup;
 };
 std::vector<RegisteredCommand>& registered_commands();
+
+// A command line that parses but makes no sense (exit code 2, like a parse error).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace smolvlm::cli

@@ -1,5 +1,7 @@
-// `smolvlm`: a thin shell over the library. Parses flags, runs one subcommand, maps errors to
-// exit codes. All the work lives in the modules below.
+// `smolvlm`: a thin shell over the engine API (include/smolvlm.h). Parses flags, runs one
+// subcommand, maps errors to exit codes and adds the flag that fixes a library error when there is one.
+#include <smolvlm.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -19,12 +21,37 @@ Command::Command(const char* name, const char* help, CommandSetup setup) {
   registered_commands().push_back({name, help, std::move(setup)});
 }
 
+namespace {
+
+// The library names the field or limit at fault; the command line names the flag that sets it.
+std::string flag_hint(const std::string& message) {
+  static const std::pair<const char*, const char*> kHints[] = {
+      {"do not fit the context", "raise --ctx"},        {"but the context holds", "raise --ctx"},
+      {"sampling temperature", "--temperature"},        {"top_k must", "--top-k"},
+      {"top_p must", "--top-p"},                        {"min_p must", "--min-p"},
+      {"repetition_penalty must", "--repetition-penalty"}, {"max_new_tokens must", "--max-new-tokens"},
+      {"context must be", "--ctx"},                     {"kernel path", "--kernels"},
+      {"threads must be", "--threads"},                 {"stop string", "--stop"},
+      {"is a text-only model", "use `generate`"},
+  };
+  for (const auto& [needle, hint] : kHints)
+    if (message.find(needle) != std::string::npos) return std::string(" (") + hint + ")";
+  return "";
+}
+
+int report(const std::string& command, const char* kind, const std::string& message, int code) {
+  std::fflush(stdout);
+  std::cerr << "smolvlm " << command << ": " << kind << ": " << message << flag_hint(message) << "\n";
+  return code;
+}
+
+}  // namespace
 }  // namespace smolvlm::cli
 
 int main(int argc, char** argv) {
   using namespace smolvlm;
   CLI::App app{"smolvlm: SmolVLM and Llama-family models on the CPU, exactly as HF transformers computes them"};
-  app.set_version_flag("--version", "smolvlm 0.1.0");
+  app.set_version_flag("--version", std::string("smolvlm ") + smolvlm_version());
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success; 1 failed check or generation refused; 2 bad command line; 3 bad input\n"
@@ -45,20 +72,20 @@ int main(int argc, char** argv) {
   }
   for (auto& [sub, run] : runs) {
     if (!sub->parsed()) continue;
+    const std::string name = sub->get_name();
     try {
       return run();
-    } catch (const Error& e) {
-      std::fflush(stdout);
-      std::cerr << "smolvlm " << sub->get_name() << ": " << error_kind_name(e.kind()) << ": " << e.what() << "\n";
-      return error_exit_code(e.kind());
+    } catch (const cli::UsageError& e) {
+      std::cerr << "smolvlm " << name << ": " << e.what() << "\nRun with --help for more information.\n";
+      return 2;
+    } catch (const api::Error& e) {
+      return cli::report(name, smolvlm_status_name(e.status()), e.what(), static_cast<int>(e.status()));
+    } catch (const Error& e) {  // from the hub and check modules
+      return cli::report(name, error_kind_name(e.kind()), e.what(), error_exit_code(e.kind()));
     } catch (const std::bad_alloc&) {
-      std::fflush(stdout);
-      std::cerr << "smolvlm " << sub->get_name() << ": out of memory\n";
-      return error_exit_code(ErrorKind::Io);
+      return cli::report(name, "I/O error", "out of memory", error_exit_code(ErrorKind::Io));
     } catch (const std::exception& e) {
-      std::fflush(stdout);
-      std::cerr << "smolvlm " << sub->get_name() << ": internal error: " << e.what() << "\n";
-      return error_exit_code(ErrorKind::Internal);
+      return cli::report(name, "internal error", e.what(), error_exit_code(ErrorKind::Internal));
     }
   }
   return 2;

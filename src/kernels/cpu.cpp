@@ -83,6 +83,18 @@ void set_kernel_path(KernelPath p) {
 void reset_kernel_path() { g_forced.store(-1); }
 
 namespace {
+thread_local int t_scoped = -1;
+}  // namespace
+
+ScopedKernelPath::ScopedKernelPath(KernelPath p) : previous_(t_scoped) {
+  if (!kernel_path_supported(p))
+    throw unsupported(std::string("kernel path ") + kernel_path_name(p) + " is not supported by this CPU");
+  t_scoped = static_cast<int>(p);
+}
+
+ScopedKernelPath::~ScopedKernelPath() { t_scoped = previous_; }
+
+namespace {
 std::atomic<bool> g_fault{false};
 }  // namespace
 
@@ -109,6 +121,7 @@ KernelPath default_kernel_path() {
 }  // namespace
 
 KernelPath active_kernel_path() {
+  if (t_scoped >= 0) return static_cast<KernelPath>(t_scoped);
   int forced = g_forced.load(std::memory_order_relaxed);
   if (forced >= 0) return static_cast<KernelPath>(forced);
   return default_kernel_path();

@@ -24,6 +24,18 @@ KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
 void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
+// The calling thread's path for a scope (first in active_kernel_path's order); nests.
+class ScopedKernelPath {
+ public:
+  explicit ScopedKernelPath(KernelPath p);  // Error(Unsupported) if the CPU cannot run it
+  ~ScopedKernelPath();
+  ScopedKernelPath(const ScopedKernelPath&) = delete;
+  ScopedKernelPath& operator=(const ScopedKernelPath&) = delete;
+
+ private:
+  int previous_;
+};
+
 // Test hook: while on, linear() returns a slightly wrong result (as a miscompiled or broken kernel
 // would), so tests can see `smolvlm check` catch a bad kernel path. Off unless a test turns it on.
 void set_kernel_fault_injection(bool on);

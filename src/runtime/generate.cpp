@@ -8,7 +8,7 @@
 namespace smolvlm {
 
 GenerationResult generate(Session& session, std::span<const int64_t> prompt_ids, const GenerationOptions& options,
-                          const std::function<void(int64_t)>& on_token) {
+                          const std::function<bool(int64_t)>& on_token) {
   if (options.max_new_tokens < 0) throw bad_input("max_new_tokens must be >= 0");
   Sampler sampler(options.sampling);
   GenerationResult r;
@@ -19,14 +19,21 @@ GenerationResult generate(Session& session, std::span<const int64_t> prompt_ids,
     const int64_t id = sampler.next(logits, history);
     r.ids.push_back(id);
     history.push_back(id);
-    if (on_token) on_token(id);
     const auto& eos = options.eos_token_ids;
-    if (std::find(eos.begin(), eos.end(), id) != eos.end()) {
+    const bool is_eos = std::find(eos.begin(), eos.end(), id) != eos.end();
+    if (on_token && !on_token(id) && !is_eos) {
+      r.stopped_by_caller = true;
+      break;
+    }
+    if (is_eos) {
       r.stopped_on_eos = true;
       break;
     }
     if (static_cast<int64_t>(r.ids.size()) == options.max_new_tokens) break;
-    if (session.position() >= session.capacity()) break;  // context full: stop, the text so far stands
+    if (session.position() >= session.capacity()) {  // context full: stop, the text so far stands
+      r.context_full = true;
+      break;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     logits = session.decode(id);
     r.decode_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

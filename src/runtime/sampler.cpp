@@ -12,12 +12,12 @@ namespace smolvlm {
 
 void SamplingOptions::validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature))
-    throw bad_input("--temperature must be >= 0, got " + std::to_string(temperature));
-  if (top_k < 0) throw bad_input("--top-k must be >= 0, got " + std::to_string(top_k));
-  if (!(top_p > 0.0f && top_p <= 1.0f)) throw bad_input("--top-p must be in (0, 1], got " + std::to_string(top_p));
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) throw bad_input("--min-p must be in [0, 1], got " + std::to_string(min_p));
+    throw bad_input("sampling temperature must be >= 0, got " + std::to_string(temperature));
+  if (top_k < 0) throw bad_input("top_k must be >= 0, got " + std::to_string(top_k));
+  if (!(top_p > 0.0f && top_p <= 1.0f)) throw bad_input("top_p must be in (0, 1], got " + std::to_string(top_p));
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) throw bad_input("min_p must be in [0, 1], got " + std::to_string(min_p));
   if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty))
-    throw bad_input("--repetition-penalty must be > 0, got " + std::to_string(repetition_penalty));
+    throw bad_input("repetition_penalty must be > 0, got " + std::to_string(repetition_penalty));
 }
 
 Sampler::Sampler(const SamplingOptions& options) : opt_(options), rng_(options.seed) { opt_.validate(); }

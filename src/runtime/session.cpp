@@ -49,7 +49,7 @@ void Session::check_room(int64_t rows, const char* what) const {
   if (position_ + rows > cache_.capacity())
     throw state_error(std::string(what) + ": " + std::to_string(rows) + " token(s) at position " +
                       std::to_string(position_) + " do not fit the context of " + std::to_string(cache_.capacity()) +
-                      " positions (raise --ctx)");
+                      " positions");
 }
 
 void Session::ensure_buffers(int64_t rows) {

@@ -130,12 +130,15 @@ std::string expand_image_token(const TextAssets& assets, const ImageGrid& grid) 
 }
 
 BuiltPrompt build_vlm_prompt(const TextAssets& assets, const std::string& user_text, const std::vector<ImageGrid>& images) {
-  if (!images.empty() && !assets.image_seq_len())
-    throw bad_input(assets.dir().string() + ": no processor_config.json: this folder is not an image-text model");
   OJson content = OJson::array();
   for (size_t i = 0; i < images.size(); ++i) content.push_back({{"type", "image"}});
   content.push_back({{"type", "text"}, {"text", user_text}});
-  OJson messages = OJson::array({{{"role", "user"}, {"content", content}}});
+  return build_vlm_chat_prompt(assets, OJson::array({{{"role", "user"}, {"content", content}}}), images);
+}
+
+BuiltPrompt build_vlm_chat_prompt(const TextAssets& assets, const OJson& messages, const std::vector<ImageGrid>& images) {
+  if (!images.empty() && !assets.image_seq_len())
+    throw bad_input(assets.dir().string() + ": no processor_config.json: this folder is not an image-text model");
   std::string chat = assets.apply_chat_template(messages, true);
 
   const std::string image = "<image>";

@@ -62,8 +62,14 @@ struct BuiltPrompt {
 // The text that replaces one `<image>` for an image cut into rows x cols tiles (0 x 0: not split).
 std::string expand_image_token(const TextAssets& assets, const ImageGrid& grid);
 
-// One user turn: the images first, then `user_text`; add_generation_prompt; each `<image>` expanded;
-// encoded with add_special_tokens=true. Exactly HF's Idefics3Processor on apply_chat_template's output.
+// Chat messages of an image-text model (content as lists of parts, {"type": "image"} where an image
+// goes) rendered with add_generation_prompt; each `<image>` expanded for the next image's grid, in
+// order; encoded with add_special_tokens=true. Exactly HF's Idefics3Processor on
+// apply_chat_template's output.
+BuiltPrompt build_vlm_chat_prompt(const TextAssets& assets, const nlohmann::ordered_json& messages,
+                                  const std::vector<ImageGrid>& images);
+
+// One user turn of build_vlm_chat_prompt: the images first, then `user_text`.
 BuiltPrompt build_vlm_prompt(const TextAssets& assets, const std::string& user_text, const std::vector<ImageGrid>& images);
 
 // Text-only chat (`messages` as in HF: [{"role":..,"content":..}], content a string or a list of parts)

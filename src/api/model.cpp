@@ -1,0 +1,192 @@
+// Models, their information and their tokenizers.
+#include <thread>
+
+#include "api/handles.h"
+#include "core/error.h"
+#include "hub/model_ref.h"
+#include "runtime/kv_cache.h"
+
+using namespace smolvlm;
+
+const TextAssets& smolvlm_model::text_assets() {
+  std::lock_guard<std::mutex> lock(text_mutex);
+  if (!text && !text_error) {
+    try {
+      text = text_future.get();
+    } catch (const Error& e) {
+      text_error = e;
+    }
+    if (text) tokenizer_handle.tokenizer = &text->tokenizer();
+  }
+  if (text_error) throw *text_error;
+  return *text;
+}
+
+const Model& smolvlm_model::weights() const {
+  if (!model) throw state_error(dir.string() + ": the model was loaded without its weights");
+  return *model;
+}
+
+namespace {
+
+KernelPath kernel_path_named(const char* name) {
+  if (!name || !*name) return best_kernel_path();
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+    if (std::string(name) == kernel_path_name(p)) {
+      if (!kernel_path_supported(p))
+        throw unsupported(std::string("kernel path ") + name + ": this CPU cannot run it (it runs: " +
+                          smolvlm_supported_kernel_paths() + ")");
+      return p;
+    }
+  throw bad_input(std::string("kernel path \"") + name + "\": expected scalar, avx2 or avx512");
+}
+
+int thread_count(int32_t asked) {
+  if (asked < 0 || asked > 1024) throw bad_input("threads must be in [0, 1024], got " + std::to_string(asked));
+  if (asked > 0) return asked;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+// Weight bytes a decode step reads: every decoder tensor but the embedding table (one row per
+// token), and the lm_head, which is the embedding table when tied.
+int64_t decode_bytes(const Checkpoint& ck) {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : ck.tensors())
+    if (name.find("vision_model") == std::string::npos && name.find("connector") == std::string::npos &&
+        name.find("embed_tokens") == std::string::npos)
+      bytes += static_cast<int64_t>(t.nbytes);
+  if (!ck.find("lm_head.weight"))
+    for (const auto& [name, t] : ck.tensors())
+      if (name.find("embed_tokens") != std::string::npos) bytes += static_cast<int64_t>(t.nbytes);
+  return bytes;
+}
+
+}  // namespace
+
+extern "C" {
+
+void smolvlm_model_options_init(smolvlm_model_options* o) {
+  if (!o) return;
+  *o = smolvlm_model_options{};
+  o->struct_size = sizeof(*o);
+  o->load_weights = 1;
+}
+
+smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* options, smolvlm_model** out) {
+  if (!out) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_model_load: the output pointer is NULL");
+  return capi::guarded([&] {
+    smolvlm_model_options defaults;
+    smolvlm_model_options_init(&defaults);
+    const smolvlm_model_options o = capi::read_struct(options, defaults, "smolvlm_model_options");
+    auto m = std::make_unique<smolvlm_model>();
+    m->threads = thread_count(o.threads);
+    m->kernel_path = kernel_path_named(o.kernel_path);
+    if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
+    m->dir = resolve_model_dir(ref ? ref : "");
+    const auto dir = m->dir;
+    m->text_future = std::async(m->threads > 1 ? std::launch::async : std::launch::deferred,
+                                [dir] { return TextAssets::load(dir); });
+    if (o.load_weights) {
+      const ScopedKernelPath path(m->kernel_path);
+      m->model = Model::load(m->dir);
+      m->config = m->model->config();
+      m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
+    } else {
+      m->config = load_model_config(m->dir);
+      m->max_context = o.max_context > 0 ? o.max_context : m->config.text.max_position_embeddings;
+    }
+    *out = m.release();
+  });
+}
+
+void smolvlm_model_free(smolvlm_model* model) {
+  if (!model) return;
+  // A tokenizer still loading is waited for: its thread reads the folder the model names.
+  if (model->text_future.valid()) model->text_future.wait();
+  delete model;
+}
+
+void smolvlm_model_info_init(smolvlm_model_info* info) {
+  if (!info) return;
+  *info = smolvlm_model_info{};
+  info->struct_size = sizeof(*info);
+}
+
+smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_info* info) {
+  if (!info) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_model_get_info: the output pointer is NULL");
+  return capi::guarded(model, [&] {
+    const ModelConfig& c = model->config;
+    smolvlm_model_info r;
+    smolvlm_model_info_init(&r);
+    r.architecture = architecture_name(c.arch);
+    r.path = c.dir.c_str();
+    r.kernel_path = kernel_path_name(model->kernel_path);
+    r.threads = model->threads;
+    r.has_vision = c.arch == Architecture::Idefics3 ? 1 : 0;
+    r.max_context = model->max_context;
+    r.max_position_embeddings = c.text.max_position_embeddings;
+    r.vocab_size = c.text.vocab_size;
+    r.hidden_size = c.text.hidden_size;
+    r.intermediate_size = c.text.intermediate_size;
+    r.num_layers = c.text.num_hidden_layers;
+    r.num_heads = c.text.num_attention_heads;
+    r.num_kv_heads = c.text.num_key_value_heads;
+    r.head_dim = c.text.head_dim;
+    const ParameterCounts counts = count_parameters(expected_tensors(c));
+    r.params_vision = counts.vision;
+    r.params_connector = counts.connector;
+    r.params_text = counts.text;
+    r.params_lm_head = counts.lm_head;
+    r.params_total = counts.total();
+    if (r.has_vision) {
+      r.vision_image_size = c.vision.image_size;
+      r.vision_patch_size = c.vision.patch_size;
+      r.vision_hidden_size = c.vision.hidden_size;
+      r.vision_intermediate_size = c.vision.intermediate_size;
+      r.vision_num_layers = c.vision.num_hidden_layers;
+      r.vision_num_channels = c.vision.num_channels;
+      r.scale_factor = c.scale_factor;
+      r.image_tokens_per_tile = c.image_tokens_per_tile();
+    }
+    if (model->model) {
+      r.file_bytes = static_cast<int64_t>(model->model->checkpoint().file_bytes());
+      r.decode_bytes = decode_bytes(model->model->checkpoint());
+    }
+    const size_t n = std::min(info->struct_size, sizeof(r));
+    r.struct_size = info->struct_size;
+    std::memcpy(static_cast<void*>(info), &r, n);
+  });
+}
+
+smolvlm_status smolvlm_tokenizer_load(const char* path, smolvlm_tokenizer** out) {
+  if (!out) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_tokenizer_load: the output pointer is NULL");
+  if (!path) return capi::fail(SMOLVLM_ERR_BAD_INPUT, "smolvlm_tokenizer_load: no path given");
+  return capi::guarded([&] {
+    std::filesystem::path p = path;
+    if (std::filesystem::is_directory(p)) p /= "tokenizer.json";
+    auto t = std::make_unique<smolvlm_tokenizer>();
+    t->owned = Tokenizer::from_file(p);
+    t->tokenizer = t->owned.get();
+    *out = t.release();
+  });
+}
+
+void smolvlm_tokenizer_free(smolvlm_tokenizer* tokenizer) { delete tokenizer; }
+
+smolvlm_status smolvlm_model_tokenizer(smolvlm_model* model, const smolvlm_tokenizer** out) {
+  if (!out) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_model_tokenizer: the output pointer is NULL");
+  return capi::guarded(model, [&] {
+    model->text_assets();
+    *out = &model->tokenizer_handle;
+  });
+}
+
+smolvlm_status smolvlm_resolve_model(const char* ref, char** dir) {
+  if (!dir) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_resolve_model: the output pointer is NULL");
+  return capi::guarded([&] { *dir = capi::copy_string(resolve_model_dir(ref ? ref : "").string()); });
+}
+
+const char* smolvlm_default_model(void) { return kDefaultModelId; }
+
+}  // extern "C"

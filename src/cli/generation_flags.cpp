@@ -1,0 +1,167 @@
+#include "cli/generation_flags.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace smolvlm::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int print_piece(const char* piece, size_t size, void*) {
+  std::fwrite(piece, 1, size, stdout);
+  std::fflush(stdout);
+  return 1;
+}
+
+nlohmann::ordered_json result_json(const smolvlm_result& r, double load_s) {
+  nlohmann::ordered_json j;
+  j["text"] = std::string(r.text, r.text_size);
+  j["token_ids"] = std::vector<int32_t>(r.token_ids, r.token_ids + r.n_tokens);
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["stopped_on_eos"] = r.finish_reason == SMOLVLM_FINISH_EOS;
+  j["finish_reason"] = smolvlm_finish_reason_name(r.finish_reason);
+  const smolvlm_timings& t = r.timings;
+  j["timings"] = {{"load_s", load_s},         {"preprocess_s", t.preprocess_s}, {"vision_s", t.vision_s},
+                  {"prefill_s", t.prefill_s}, {"decode_s", t.decode_s},         {"kernel_path", r.kernel_path}};
+  return j;
+}
+
+std::string timing_report(const smolvlm_result& r, double load_s, int threads) {
+  const auto& t = r.timings;
+  const size_t decoded = r.n_tokens == 0 ? 0 : r.n_tokens - 1;  // the first comes from the prefill
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "load %.3f s, preprocess %.3f s, vision %.3f s, prefill %.3f s (%lld tokens, %.1f tok/s), "
+                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, %d threads; finish: %s",
+                load_s, t.preprocess_s, t.vision_s, t.prefill_s, static_cast<long long>(r.prompt_tokens),
+                t.prefill_s > 0 ? r.prompt_tokens / t.prefill_s : 0.0, t.decode_s, decoded,
+                t.decode_s > 0 ? decoded / t.decode_s : 0.0, r.kernel_path, threads,
+                smolvlm_finish_reason_name(r.finish_reason));
+  return buf;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help) {
+  sub.add_option("--model", f.model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
+  sub.add_option("--max-new-tokens", f.max_new_tokens, "stop after this many new tokens")->capture_default_str();
+  sub.add_option("--ctx", f.ctx, "KV cache capacity in tokens (default: prompt + max-new-tokens)");
+  sub.add_option("--threads", f.threads, "worker threads (default: all cores)");
+  sub.add_option("--kernels", f.kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() +
+                                             " on this CPU (default: the best; also SMOLVLM_KERNELS)");
+  sub.add_option("--temperature", f.temperature, "sample with this temperature (0: greedy)")->capture_default_str();
+  sub.add_option("--top-k", f.top_k, "sample among the k most likely tokens (0: off)");
+  sub.add_option("--top-p", f.top_p, "nucleus sampling mass (1: off)");
+  sub.add_option("--min-p", f.min_p, "drop tokens below min-p times the top probability (0: off)");
+  sub.add_option("--repetition-penalty", f.repetition_penalty, "HF repetition penalty (1: off)");
+  sub.add_option("--seed", f.seed, "random seed for sampling");
+  sub.add_option("--stop", f.stop, "stop where the text contains this string (repeatable; not printed)");
+  sub.add_option("--stop-id", f.stop_ids, "stop after this token id, besides the model's eos ids (repeatable)");
+  sub.add_flag("--json", f.json,
+               "print {\"text\",\"token_ids\",\"prompt_tokens\",\"stopped_on_eos\",\"finish_reason\",\"timings\"} "
+               "instead of streaming");
+  sub.add_option("--dump", f.dump, dump_help);
+  sub.add_flag("--verbose", f.verbose, "print stage timings, tokens/s, the kernel path and the finish reason to stderr");
+}
+
+int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
+  const auto t0 = std::chrono::steady_clock::now();
+  smolvlm_model_options mo;
+  smolvlm_model_options_init(&mo);
+  mo.threads = f.threads;
+  if (!f.kernels.empty()) mo.kernel_path = f.kernels.c_str();
+  const api::Model model = api::Model::load(f.model, &mo);
+  const double model_load = seconds_since(t0);
+
+  smolvlm_request req;
+  smolvlm_request_init(&req);
+  req.max_new_tokens = f.max_new_tokens;
+  req.context = f.ctx;
+  req.sampling = {f.temperature, f.top_k, f.top_p, f.min_p, f.repetition_penalty, f.seed};
+  std::vector<const char*> stops;
+  for (const auto& s : f.stop) stops.push_back(s.c_str());
+  req.stop = stops.data();
+  req.n_stop = stops.size();
+  req.stop_ids = f.stop_ids.data();
+  req.n_stop_ids = f.stop_ids.size();
+  if (!f.dump.empty()) req.dump_dir = f.dump.c_str();
+  if (!f.json) req.on_piece = print_piece;
+  api::Chat chat;
+  fill(model, req, chat);
+  const api::Result r = model.generate(req);
+  const double load = model_load + r.raw().timings.load_s;  // the tokenizer load nothing overlapped
+  if (f.json)
+    std::cout << result_json(r.raw(), load).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  else
+    std::cout << "\n";
+  if (f.verbose) std::cerr << timing_report(r.raw(), load, model.info().threads) << "\n";
+  return 0;
+}
+
+const char* messages_help() {
+  return "a JSON file of earlier chat turns in OpenAI's shape: [{\"role\": \"system\"|\"user\"|\"assistant\", "
+         "\"content\": \"text\" or [{\"type\": \"text\", \"text\": ...}, {\"type\": \"image_url\", "
+         "\"image_url\": {\"url\": \"PATH or file://PATH\"}}]}, ...]";
+}
+
+void add_messages_file(const std::string& path, api::Chat& chat) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw api::Error(SMOLVLM_ERR_BAD_INPUT, path + ": not valid JSON: " + e.what());
+  }
+  auto bad = [&](size_t i, const std::string& what) {
+    return api::Error(SMOLVLM_ERR_BAD_INPUT, path + ": message " + std::to_string(i) + ": " + what);
+  };
+  if (!j.is_array()) throw api::Error(SMOLVLM_ERR_BAD_INPUT, path + ": expected an array of messages");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) throw bad(i, "expected {\"role\": ..., \"content\": ...}");
+    const std::string role = m["role"];
+    if (role == "system") chat.add(SMOLVLM_ROLE_SYSTEM);
+    else if (role == "user") chat.add(SMOLVLM_ROLE_USER);
+    else if (role == "assistant") chat.add(SMOLVLM_ROLE_ASSISTANT);
+    else throw bad(i, "role \"" + role + "\": expected system, user or assistant");
+    const auto content = m.value("content", nlohmann::json());
+    if (content.is_string()) {
+      chat.text(content.get<std::string>());
+      continue;
+    }
+    if (!content.is_array()) throw bad(i, "content must be a string or an array of parts");
+    for (const auto& part : content) {
+      const std::string type = part.is_object() ? part.value("type", "") : "";
+      if (type == "text" && part.contains("text") && part["text"].is_string()) {
+        chat.text(part["text"].get<std::string>());
+      } else if (type == "image_url" && part.contains("image_url") && part["image_url"].is_object() &&
+                 part["image_url"].value("url", nlohmann::json()).is_string()) {
+        std::string url = part["image_url"]["url"];
+        if (url.rfind("file://", 0) == 0) url = url.substr(7);
+        else if (url.find("://") != std::string::npos || url.rfind("data:", 0) == 0)
+          throw bad(i, "image url \"" + url.substr(0, 40) + "\": only local files (a path or file://PATH) are read");
+        chat.image_file(url);
+      } else {
+        throw bad(i, "a part must be {\"type\": \"text\", \"text\": ...} or {\"type\": \"image_url\", \"image_url\": {\"url\": ...}}");
+      }
+    }
+  }
+}
+
+}  // namespace smolvlm::cli
