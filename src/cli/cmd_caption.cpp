@@ -61,7 +61,7 @@ const Command kCaption{"caption", "Describe images (or answer --prompt about the
       try {
         hub::ensure_model(f->model.empty() ? std::string(smolvlm_default_model()) : f->model, po);
       } catch (const hub::PullError& e) {
-        std::cerr << "smolvlm caption: " << e.what() << "\n";
+        std::cerr << "smolvlm caption: " << e.what() << flag_hint(e.what()) << "\n";
         return hub::pull_exit_code(e.failure());
       }
     }

@@ -46,7 +46,7 @@ int run_pull(PullArgs& args) {
   } catch (const hub::PullError& e) {
     std::fflush(stdout);
     if (tty && !args.json) std::cerr << "\r\033[K";  // clear a half-drawn progress bar
-    std::cerr << "smolvlm pull: " << hub::pull_failure_name(e.failure()) << " error: " << e.what() << "\n";
+    std::cerr << "smolvlm pull: " << hub::pull_failure_name(e.failure()) << " error: " << e.what() << flag_hint(e.what()) << "\n";
     int code = hub::pull_exit_code(e.failure());
     if (args.json)
       std::cout << nlohmann::json{{"ok", false}, {"failure", hub::pull_failure_name(e.failure())},

@@ -26,6 +26,9 @@ struct RegisteredCommand {
 };
 std::vector<RegisteredCommand>& registered_commands();
 
+// " (the flag that fixes it)" for a library error message that has one, else "".
+std::string flag_hint(const std::string& message);
+
 // A command line that parses but makes no sense (exit code 2, like a parse error).
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -21,8 +21,6 @@ Command::Command(const char* name, const char* help, CommandSetup setup) {
   registered_commands().push_back({name, help, std::move(setup)});
 }
 
-namespace {
-
 // The library names the field or limit at fault; the command line names the flag that sets it.
 std::string flag_hint(const std::string& message) {
   static const std::pair<const char*, const char*> kHints[] = {
@@ -32,12 +30,18 @@ std::string flag_hint(const std::string& message) {
       {"repetition_penalty must", "--repetition-penalty"}, {"max_new_tokens must", "--max-new-tokens"},
       {"context must be", "--ctx"},                     {"kernel path", "--kernels"},
       {"threads must be", "--threads"},                 {"stop string", "--stop"},
-      {"is a text-only model", "use `generate`"},
+      {"is a text-only model", "use `generate`"},        {"no access token was given", "or pass --token"},
+      {"check the access token", "or --token"},  {"needs an access token", "or --token"},
+      {"the file patterns", "--include"},                {"name the files to fetch", "--include"},
+      {"revision must be a branch", "--revision"},       {"folder exists and is not empty", "use --force to replace it"},
+      {"reads the configs alone", "info --config-only"},
   };
   for (const auto& [needle, hint] : kHints)
     if (message.find(needle) != std::string::npos) return std::string(" (") + hint + ")";
   return "";
 }
+
+namespace {
 
 int report(const std::string& command, const char* kind, const std::string& message, int code) {
   std::fflush(stdout);

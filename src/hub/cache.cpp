@@ -226,7 +226,7 @@ std::optional<fs::path> find_cached_model(const fs::path& cache_root, const HubI
 
 std::string not_in_cache_message(const fs::path& cache_root, const HubId& id) {
   std::string pull = "smolvlm pull " + id.repo;
-  if (id.revision != "main") pull += " --revision " + id.revision;
+  if (id.revision != "main") pull += "@" + id.revision;
   return id.display() + " is not in the HuggingFace cache (" + cache_root.string() +
          "; set HF_HUB_CACHE or HF_HOME to use another); download it with: " + pull;
 }

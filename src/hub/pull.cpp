@@ -263,19 +263,19 @@ class Puller {
     if (code == "RepoNotFound" || (r.status == 404 && file.empty() && code != "RevisionNotFound"))
       throw pull_error(PullFailure::NotFound,
                        "no repository " + id_.repo + " on " + endpoint_ + detail +
-                           ": check the name (org/name); a private or gated repository also needs --token or HF_TOKEN");
+                           ": check the name (org/name); a private or gated repository also needs an access token (HF_TOKEN)");
     if (code == "RevisionNotFound")
       throw pull_error(PullFailure::NotFound, id_.repo + " has no revision \"" + id_.revision + "\"" + detail +
-                                                  ": check --revision (a branch, tag or commit hash)");
+                                                  ": the revision must be a branch, tag or commit hash of it");
     if (code == "EntryNotFound" || r.status == 404)
-      throw pull_error(PullFailure::NotFound, id_.repo + " has no file " + file + detail + ": check --include");
+      throw pull_error(PullFailure::NotFound, id_.repo + " has no file " + file + detail);
     if (r.status == 401) {
       if (token_.empty())
         throw pull_error(PullFailure::Auth, id_.repo + " needs a token" + detail +
-                                                ": the repository is gated or private; pass --token or set HF_TOKEN (" +
+                                                ": the repository is gated or private and no access token was given (HF_TOKEN; " +
                                                 tokens + ")");
       throw pull_error(PullFailure::Auth, "the token was refused for " + id_.repo + detail +
-                                              ": check --token / HF_TOKEN (" + tokens + ")");
+                                              ": check the access token (HF_TOKEN; " + tokens + ")");
     }
     if (r.status == 403)
       throw pull_error(PullFailure::Auth, "no access to " + id_.repo + detail +
@@ -330,7 +330,7 @@ class Puller {
             break;
           }
       if (files.empty())
-        throw pull_error(PullFailure::NotFound, id_.repo + "@" + commit.substr(0, 12) + ": no file matches --include (" +
+        throw pull_error(PullFailure::NotFound, id_.repo + "@" + commit.substr(0, 12) + ": no file matches the file patterns (" +
                                                     std::to_string(siblings.size()) + " files in the repository)");
       return files;
     }
@@ -345,7 +345,7 @@ class Puller {
     } else {
       throw pull_error(PullFailure::NotFound, id_.repo + "@" + commit.substr(0, 12) +
                                                   " has no model.safetensors or model.safetensors.index.json; "
-                                                  "pick files with --include");
+                                                  "name the files to fetch");
     }
     return files;
   }
@@ -571,9 +571,9 @@ HubId parse_pull_ref(const std::string& ref_in, const PullOptions& options) {
     throw bad_input("\"" + ref + "\" is not a hub model id: expected org/name or org/name@revision");
   if (!options.revision.empty()) {
     if (ref.find('@') != std::string::npos && id->revision != options.revision)
-      throw bad_input(ref + ": --revision " + options.revision + " contradicts the @revision of the id");
+      throw bad_input(ref + ": revision " + options.revision + " contradicts the @revision of the id");
     std::optional<HubId> with_rev = parse_hub_id(id->repo + "@" + options.revision);
-    if (!with_rev) throw bad_input("--revision \"" + options.revision + "\" is not a valid revision name");
+    if (!with_rev) throw bad_input("revision \"" + options.revision + "\" is not a valid revision name");
     id = with_rev;
   }
   return *id;

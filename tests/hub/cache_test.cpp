@@ -170,7 +170,7 @@ TEST(ResolveModelDir, FindsHubIdsInTheCache) {
     FAIL() << "unknown revision resolved";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::BadInput);
-    EXPECT_NE(std::string(e.what()).find("smolvlm pull org/name --revision v2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("smolvlm pull org/name@v2"), std::string::npos) << e.what();
   }
 }
 
