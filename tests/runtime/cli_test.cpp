@@ -190,3 +190,55 @@ TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
 
 }  // namespace
 }  // namespace smolvlm
+
+namespace smolvlm {
+namespace {
+
+// --messages: earlier turns (OpenAI's shape) before the command line's images and prompt; a broken
+// file is a clean error naming it; --stop trims the answer where the stop first appears.
+TEST(CliMessages, TurnsFromAFileAndStops) {
+  const auto tiny = (test::data_dir() / "models" / "smolvlm-tiny").string();
+  const auto image = (test::data_dir() / "image" / "model_images" / "tiny.png").string();
+  const auto dir = temp_dir("messages");
+  std::filesystem::create_directories(dir);
+  const auto turns = dir / "turns.json";
+  test::write_text_file(turns, "[{\"role\": \"system\", \"content\": \"Be brief.\"},"
+                               " {\"role\": \"user\", \"content\": [{\"type\": \"image_url\", \"image_url\": {\"url\": \"file://" +
+                                   image + "\"}}, {\"type\": \"text\", \"text\": \"What is it?\"}]},"
+                               " {\"role\": \"assistant\", \"content\": \"A square.\"}]");
+  auto one = test::run_cli("caption --json --max-new-tokens 6 --model " + quoted(tiny) + " " + quoted(image), false);
+  auto many = test::run_cli("caption --json --max-new-tokens 6 --messages " + quoted(turns.string()) + " --model " +
+                                quoted(tiny) + " " + quoted(image) + " --prompt 'And now?'",
+                            false);
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(many.exit_code, 0) << many.out;
+  const auto j1 = nlohmann::json::parse(one.out), jm = nlohmann::json::parse(many.out);
+  EXPECT_GT(jm["prompt_tokens"].get<int64_t>(), 2 * j1["prompt_tokens"].get<int64_t>() - 10);  // two images' tokens
+  auto prompt = test::run_cli("prompt --messages " + quoted(turns.string()) + " --model " + quoted(tiny) +
+                                  " --image " + quoted(image) + " --prompt 'And now?'",
+                              false);
+  ASSERT_EQ(prompt.exit_code, 0) << prompt.out;
+  for (const char* part : {"Be brief.", "What is it?", "A square.", "And now?"})
+    EXPECT_NE(prompt.out.find(part), std::string::npos) << part << " in " << prompt.out;
+
+  // A stop taken from the answer itself: the text ends right before it.
+  const std::string text = j1["text"].get<std::string>();
+  ASSERT_GE(text.size(), 3u) << text;
+  const std::string stop = text.substr(text.size() / 2, 2);
+  auto stopped = test::run_cli("caption --json --max-new-tokens 6 --model " + quoted(tiny) + " " + quoted(image) +
+                                   " --stop " + quoted(stop),
+                               false);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.out;
+  const auto js = nlohmann::json::parse(stopped.out);
+  EXPECT_EQ(js["text"].get<std::string>(), text.substr(0, text.find(stop)));
+  EXPECT_EQ(js["finish_reason"], "stop");
+
+  test::write_text_file(turns, "[{\"role\": \"user\", \"content\": [{\"type\": \"video\"}]}]");
+  auto bad = test::run_cli("caption --messages " + quoted(turns.string()) + " --model " + quoted(tiny));
+  EXPECT_EQ(bad.exit_code, 3) << bad.out;
+  EXPECT_NE(bad.out.find(turns.string() + ": message 0"), std::string::npos) << bad.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace smolvlm
