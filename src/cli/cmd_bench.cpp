@@ -144,7 +144,7 @@ class OpenBlasSgemm {
 };
 
 // FLOPs of one tile through the vision tower and the connector.
-double vision_flops_per_tile(const ModelConfig& c) {
+double vision_flops_per_tile(const Idefics3Config& c) {
   double P = double(c.vision.image_size / c.vision.patch_size) * double(c.vision.image_size / c.vision.patch_size);
   double D = double(c.vision.hidden_size), I = double(c.vision.intermediate_size);
   double layer = 8 * P * D * D + 4 * P * D * I + 4 * P * P * D;
@@ -155,7 +155,7 @@ double vision_flops_per_tile(const ModelConfig& c) {
 }
 
 // FLOPs of a prefill of `tokens` tokens (weights, attention, and the last position's lm_head).
-double prefill_flops(const TextConfig& t, int64_t tokens) {
+double prefill_flops(const LlamaConfig& t, int64_t tokens) {
   double h = double(t.hidden_size), kv = double(t.num_key_value_heads * t.head_dim), q = double(t.num_attention_heads * t.head_dim);
   double per_token = 2 * (h * q + 2 * h * kv + q * h + 3 * h * double(t.intermediate_size));
   double attention = 2.0 * 2.0 * q * double(tokens) * double(tokens + 1) / 2.0;  // QK^T and PV, causal
@@ -211,7 +211,7 @@ int run_bench(const BenchArgs& a) {
   std::unique_ptr<Model> model = Model::load(resolve_model_dir(a.model));
   out["load_s"] = since(t);
   const ModelConfig& cfg = model->config();
-  std::fprintf(stderr, "loaded %s in %.3f s\n", architecture_name(cfg.arch), out["load_s"].get<double>());
+  std::fprintf(stderr, "loaded %s in %.3f s\n", cfg.architecture_name(), out["load_s"].get<double>());
 
   std::optional<bool> split;
   if (a.split) split = true;
@@ -264,7 +264,7 @@ int run_bench(const BenchArgs& a) {
     if (blas) blas->sample(2);
     double tps = prefill_tokens_per_second(*model, pool, n);
     out["prefill_tok_s_" + std::to_string(n)] = tps;
-    out["prefill_gflops_" + std::to_string(n)] = prefill_flops(cfg.text, n) * tps / double(n) / 1e9;
+    out["prefill_gflops_" + std::to_string(n)] = prefill_flops(model->text().config(), n) * tps / double(n) / 1e9;
     std::fprintf(stderr, "prefill %lld tokens: %.1f tok/s\n", (long long)n, tps);
   }
   {
@@ -300,7 +300,7 @@ int run_bench(const BenchArgs& a) {
     out["vision_s_per_tile"] = warm.front() / tiles;
     out["vision_median_s_per_tile"] = warm[warm.size() / 2] / tiles;
     out["vision_warm_passes"] = warm.size();
-    out["vision_gflops"] = vision_flops_per_tile(cfg) * tiles / warm.front() / 1e9;
+    out["vision_gflops"] = vision_flops_per_tile(cfg.as<Idefics3Config>()) * tiles / warm.front() / 1e9;
     std::fprintf(stderr, "vision: %.3f s per tile cold, %.3f best of %zu warm passes (%.1f GFLOP/s)\n",
                  vision_cold_s / tiles, warm.front() / tiles, warm.size(), out["vision_gflops"].get<double>());
   }

@@ -2,14 +2,18 @@
 // key config values), after validating every file of it.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <set>
 #include <string>
 
 #include "cli/command.h"
+#include "core/error.h"
 #include "hub/model_ref.h"
 #include "io/safetensors.h"
+#include "model/registry.h"
+#include "model/spec.h"
 
 namespace smolvlm::cli {
 namespace {
@@ -29,49 +33,20 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-nlohmann::ordered_json text_config_json(const TextConfig& t) {
-  return {{"vocab_size", t.vocab_size},
-          {"hidden_size", t.hidden_size},
-          {"intermediate_size", t.intermediate_size},
-          {"num_hidden_layers", t.num_hidden_layers},
-          {"num_attention_heads", t.num_attention_heads},
-          {"num_key_value_heads", t.num_key_value_heads},
-          {"head_dim", t.head_dim},
-          {"max_position_embeddings", t.max_position_embeddings},
-          {"rms_norm_eps", t.rms_norm_eps},
-          {"rope_theta", t.rope_theta},
-          {"rope_type", t.rope_type},
-          {"hidden_act", t.hidden_act}};
-}
-
-nlohmann::ordered_json vision_config_json(const VisionConfig& v) {
-  return {{"hidden_size", v.hidden_size},
-          {"intermediate_size", v.intermediate_size},
-          {"num_hidden_layers", v.num_hidden_layers},
-          {"num_attention_heads", v.num_attention_heads},
-          {"image_size", v.image_size},
-          {"patch_size", v.patch_size},
-          {"layer_norm_eps", v.layer_norm_eps},
-          {"hidden_act", v.hidden_act}};
-}
-
 // Everything `info` reports, as JSON; the text form is printed from the same object.
 nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
   nlohmann::ordered_json j;
   j["model_dir"] = cfg.dir.string();
-  j["architecture"] = architecture_name(cfg.arch);
-  std::vector<ExpectedTensor> table = expected_tensors(cfg);
-  ParameterCounts p = count_parameters(table);
+  j["architecture"] = cfg.architecture_name();
+  const ModelSpec spec = model_spec(cfg);
+  const ParameterCounts p = count_parameters(spec);
   nlohmann::ordered_json params = {{"total", p.total()}};
-  if (cfg.arch == Architecture::Idefics3) {
-    params["vision"] = p.vision;
-    params["connector"] = p.connector;
-  }
-  params["text"] = p.text;
-  params["lm_head"] = p.lm_head;
+  for (const ParameterCount& c : p.components) params[component_name(c.component)] = c.parameters;
   j["parameters"] = params;
-  j["tie_word_embeddings"] = cfg.tie_word_embeddings;
-  j["tensor_count"] = table.size();
+  const std::vector<ExpectedTensor> table = all_tensors(spec);
+  j["tie_word_embeddings"] =
+      std::any_of(table.begin(), table.end(), [](const ExpectedTensor& t) { return t.presence == Presence::Tied; });
+  j["tensor_count"] = expected_tensors(spec).size();
   if (ck) {
     std::set<std::string> dtypes;
     for (const auto& [name, t] : ck->tensors()) dtypes.insert(dtype_name(t.dtype));
@@ -82,13 +57,8 @@ nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
   } else {
     j["weights"] = nullptr;
   }
-  j["text_config"] = text_config_json(cfg.text);
-  if (cfg.arch == Architecture::Idefics3) {
-    j["vision_config"] = vision_config_json(cfg.vision);
-    j["scale_factor"] = cfg.scale_factor;
-    j["image_token_id"] = cfg.image_token_id;
-    j["image_tokens_per_tile"] = cfg.image_tokens_per_tile();
-  }
+  const nlohmann::ordered_json config_values = cfg.architecture->describe(cfg);
+  for (const auto& [key, value] : config_values.items()) j[key] = value;
   j["eos_token_ids"] = cfg.generation.eos_token_ids;
   return j;
 }
@@ -143,13 +113,13 @@ const Command kInfo{"info", "Describe a model folder: architecture, parameters, 
   sub.add_flag("--config-only", *config_only, "read the configs only (parameter counts from config.json), not the weights");
   return [=]() {
     std::filesystem::path dir = resolve_model_dir(*model);
+    const ModelConfig cfg = load_model_config(dir);
     std::unique_ptr<Checkpoint> ck;
-    ModelConfig cfg;
-    if (*config_only) {
-      cfg = load_model_config(dir);
-    } else {
-      ck = Checkpoint::open(dir);
-      cfg = ck->config();
+    if (!*config_only) {
+      if (!Checkpoint::has_weights(dir))
+        throw bad_input(dir.string() + ": no weights: neither model.safetensors nor model.safetensors.index.json "
+                        "exists (`smolvlm info --config-only` reads the configs alone)");
+      ck = open_checkpoint(cfg);
     }
     nlohmann::ordered_json j = describe(cfg, ck.get());
     if (*as_json) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "io/synth.h"
+#include "model/synth.h"
 
 namespace smolvlm::cli {
 namespace {

@@ -85,7 +85,7 @@ PreparedImages prepare_images(const Model& model, const std::vector<std::filesys
                               ThreadPool& pool) {
   const ModelConfig& cfg = model.config();
   if (!model.has_vision())
-    throw unsupported(cfg.dir.string() + ": " + architecture_name(cfg.arch) + " is a text-only model; use `generate`");
+    throw unsupported(cfg.dir.string() + ": " + cfg.architecture_name() + " is a text-only model; use `generate`");
   if (!cfg.image_processor) throw bad_input(cfg.dir.string() + ": preprocessor_config.json is missing");
   if (images.empty()) throw bad_input("no image given");
   const int64_t S = model.vision().image_size();
