@@ -1,6 +1,10 @@
 // The architectures the engine runs, keyed by HF's `architectures[0]` / `model_type`: each brings its
 // config parser, its weight spec (model/spec.h), the constructor of its components and what `info`
 // reports. Loading a model folder starts here; nothing else switches on the architecture.
+//
+// A new Llama-like architecture adds its config class (model/<name>_config.{h,cpp}), its spec and
+// Architecture entry (model/<name>_arch.{h,cpp}, reusing llama_decoder_spec / lm_head_spec), what
+// its math adds to the components, its tests, and one line in registry.cpp's list.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -14,6 +14,8 @@ namespace smolvlm {
 namespace {
 
 using test::expect_error;
+using test::find_tensor;
+using test::rewrite_weights;
 using test::safetensors_image;
 
 // Parses an in-memory image; the image must stay alive while the result is used.
@@ -236,28 +238,6 @@ TEST(SafetensorsCorrupt, MissingFileIsIoError) {
 }
 
 // ---- checkpoints ----------------------------------------------------------------------------------
-
-// Replaces the weights in `dir` by one model.safetensors holding the tensors of the `source` test model
-// (single file or shards) after `edit`.
-void rewrite_weights(const std::string& source, const std::filesystem::path& dir,
-                     const std::function<void(std::vector<TensorToWrite>&)>& edit) {
-  auto original = Checkpoint::open(test::data_dir() / "models" / source);
-  std::vector<TensorToWrite> tensors;
-  for (const auto& [name, t] : original->tensors()) tensors.push_back({t.name, t.dtype, t.shape, t.data, t.nbytes});
-  edit(tensors);
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string f = e.path().filename().string();
-    if (f.ends_with(".safetensors") || f == "model.safetensors.index.json") std::filesystem::remove(e.path());
-  }
-  write_safetensors(dir / "model.safetensors", tensors);
-}
-
-TensorToWrite* find_tensor(std::vector<TensorToWrite>& v, const std::string& name) {
-  for (auto& t : v)
-    if (t.name == name) return &t;
-  ADD_FAILURE() << "no tensor " << name;
-  return &v[0];
-}
 
 TEST(Checkpoint, OpensTheThreeTinyModels) {
   struct Case {

@@ -20,8 +20,8 @@ using test::edited_config;
 using test::expect_error;
 using test::model_dir;
 using test::open_validated;
-using test::rewrite_model_weights;
-using test::tensor_named;
+using test::find_tensor;
+using test::rewrite_weights;
 
 ModelSpec spec_of(const char* model) { return model_spec(load_model_config(model_dir(model))); }
 
@@ -132,7 +132,7 @@ TEST(Spec, EveryRegisteredArchitectureIsFoundByItsNames) {
 TEST(SpecValidation, MissingTensor) {
   test::ScratchDir dir("missing");
   test::copy_model("smolvlm-tiny", dir.path());
-  rewrite_model_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
+  rewrite_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
     v.erase(std::remove_if(v.begin(), v.end(), [](auto& t) { return t.name == "model.text_model.layers.1.mlp.up_proj.weight"; }),
             v.end());
   });
@@ -144,8 +144,8 @@ TEST(SpecValidation, MissingTensor) {
 TEST(SpecValidation, WrongShape) {
   test::ScratchDir dir("shape");
   test::copy_model("smolvlm-tiny", dir.path());
-  rewrite_model_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
-    tensor_named(v, "model.text_model.norm.weight")->shape = {8, 8};
+  rewrite_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
+    find_tensor(v, "model.text_model.norm.weight")->shape = {8, 8};
   });
   expect_error([&] { open_validated(dir.path()); }, ErrorKind::BadInput,
                "tensor \"model.text_model.norm.weight\" has shape [8, 8], expected [64]");
@@ -155,7 +155,7 @@ TEST(SpecValidation, UnexpectedTensor) {
   test::ScratchDir dir("unexpected");
   test::copy_model("llama-tiny", dir.path());
   float extra[2] = {0, 0};
-  rewrite_model_weights("llama-tiny", dir.path(), [&](std::vector<TensorToWrite>& v) {
+  rewrite_weights("llama-tiny", dir.path(), [&](std::vector<TensorToWrite>& v) {
     v.push_back({"model.layers.9.mlp.up_proj.weight", DType::F32, {2}, extra, 8});
   });
   expect_error([&] { open_validated(dir.path()); }, ErrorKind::BadInput,
@@ -167,7 +167,7 @@ TEST(SpecValidation, BiasTheConfigDoesNotHave) {
   test::ScratchDir dir("bias");
   test::copy_model("llama-tiny", dir.path());
   std::vector<float> bias(8, 0.0f);
-  rewrite_model_weights("llama-tiny", dir.path(), [&](std::vector<TensorToWrite>& v) {
+  rewrite_weights("llama-tiny", dir.path(), [&](std::vector<TensorToWrite>& v) {
     v.push_back({"model.layers.0.self_attn.k_proj.bias", DType::F32, {8}, bias.data(), 32});
   });
   expect_error([&] { open_validated(dir.path()); }, ErrorKind::BadInput,
@@ -183,8 +183,8 @@ TEST(SpecValidation, BiasTheConfigDoesNotHave) {
 TEST(SpecValidation, LmHeadInTiedModel) {
   test::ScratchDir dir("tiedhead");
   test::copy_model("smolvlm-tiny-tied", dir.path());
-  rewrite_model_weights("smolvlm-tiny-tied", dir.path(), [](std::vector<TensorToWrite>& v) {
-    TensorToWrite head = *tensor_named(v, "model.text_model.embed_tokens.weight");
+  rewrite_weights("smolvlm-tiny-tied", dir.path(), [](std::vector<TensorToWrite>& v) {
+    TensorToWrite head = *find_tensor(v, "model.text_model.embed_tokens.weight");
     head.name = "lm_head.weight";
     v.push_back(head);
   });
@@ -196,8 +196,8 @@ TEST(SpecValidation, LmHeadInTiedModel) {
 TEST(SpecValidation, IntegerDtype) {
   test::ScratchDir dir("intdtype");
   test::copy_model("smolvlm-tiny", dir.path());
-  rewrite_model_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
-    tensor_named(v, "model.text_model.norm.weight")->dtype = DType::I16;
+  rewrite_weights("smolvlm-tiny", dir.path(), [](std::vector<TensorToWrite>& v) {
+    find_tensor(v, "model.text_model.norm.weight")->dtype = DType::I16;
   });
   expect_error([&] { open_validated(dir.path()); }, ErrorKind::Unsupported,
                "tensor \"model.text_model.norm.weight\" has dtype I16, expected F32, F16 or BF16");
