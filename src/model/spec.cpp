@@ -100,17 +100,6 @@ ExpectedTensor ComponentSpec::layer_tensor(int64_t layer_index, Role role, Param
   return expand(*r, component, with_layer(r->pattern, layer_index));
 }
 
-bool ComponentSpec::stores(Role role, Param param) const {
-  const TensorRule* r = find_rule(head, role, param);
-  if (!r) r = find_rule(tail, role, param);
-  return r && r->presence == Presence::Required;
-}
-
-bool ComponentSpec::layer_stores(Role role, Param param) const {
-  const TensorRule* r = find_rule(layer, role, param);
-  return r && r->presence == Presence::Required;
-}
-
 bool ModelSpec::has(Component c) const {
   return std::any_of(components.begin(), components.end(), [&](const ComponentSpec& s) { return s.component == c; });
 }

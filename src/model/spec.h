@@ -86,9 +86,6 @@ struct ComponentSpec {
   // (a constructor asking for a role its architecture does not declare).
   ExpectedTensor tensor(Role role, Param param = Param::Weight) const;
   ExpectedTensor layer_tensor(int64_t layer_index, Role role, Param param = Param::Weight) const;
-  // Whether the rule exists and is stored (e.g. optional biases).
-  bool stores(Role role, Param param = Param::Weight) const;
-  bool layer_stores(Role role, Param param = Param::Weight) const;
 };
 
 struct ModelSpec {

@@ -80,7 +80,6 @@ TEST(Spec, RolesNameTheHfTensors) {
   EXPECT_EQ(text.layer_tensor(0, Role::MlpNorm).name, "model.layers.0.post_attention_layernorm.weight");
   EXPECT_EQ(text.tensor(Role::FinalNorm).name, "model.norm.weight");
   EXPECT_EQ(text.layer_tensor(0, Role::QProj, Param::Bias).presence, Presence::Absent);  // attention_bias false
-  EXPECT_FALSE(text.layer_stores(Role::QProj, Param::Bias));
   ExpectedTensor head = s.component(Component::LmHead).tensor(Role::LmHead);
   EXPECT_EQ(head.presence, Presence::Tied);
   EXPECT_EQ(head.tied_to, "model.embed_tokens.weight");
