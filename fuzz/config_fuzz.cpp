@@ -1,20 +1,21 @@
 // Fuzzes the config parsers (config.json, generation_config.json, preprocessor_config.json,
-// processor_config.json) and the tensor table derived from a config that parses. Errors are
-// expected; crashes, leaks and UB are bugs.
+// processor_config.json) and the weight spec, parameter counts and `info` summary derived from a
+// config that parses. Errors are expected; crashes, leaks and UB are bugs.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "core/error.h"
 #include "io/config.h"
-#include "io/safetensors.h"
+#include "model/registry.h"
+#include "model/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     smolvlm::ModelConfig cfg = smolvlm::parse_model_config(text, "fuzz/config.json");
-    smolvlm::count_parameters(smolvlm::expected_tensors(cfg));
-    (void)cfg.image_tokens_per_tile();
+    smolvlm::count_parameters(smolvlm::model_spec(cfg));
+    (void)cfg.architecture->describe(cfg);
   } catch (const smolvlm::Error&) {
   }
   try {

@@ -1,4 +1,5 @@
 // `smolvlm_inspect_model`: a model folder validated and described as JSON (what `smolvlm info` prints).
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -8,6 +9,8 @@
 #include "core/error.h"
 #include "hub/model_ref.h"
 #include "io/safetensors.h"
+#include "model/registry.h"
+#include "model/spec.h"
 
 using namespace smolvlm;
 
@@ -19,49 +22,20 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-nlohmann::ordered_json text_config_json(const TextConfig& t) {
-  return {{"vocab_size", t.vocab_size},
-          {"hidden_size", t.hidden_size},
-          {"intermediate_size", t.intermediate_size},
-          {"num_hidden_layers", t.num_hidden_layers},
-          {"num_attention_heads", t.num_attention_heads},
-          {"num_key_value_heads", t.num_key_value_heads},
-          {"head_dim", t.head_dim},
-          {"max_position_embeddings", t.max_position_embeddings},
-          {"rms_norm_eps", t.rms_norm_eps},
-          {"rope_theta", t.rope_theta},
-          {"rope_type", t.rope_type},
-          {"hidden_act", t.hidden_act}};
-}
-
-nlohmann::ordered_json vision_config_json(const VisionConfig& v) {
-  return {{"hidden_size", v.hidden_size},
-          {"intermediate_size", v.intermediate_size},
-          {"num_hidden_layers", v.num_hidden_layers},
-          {"num_attention_heads", v.num_attention_heads},
-          {"image_size", v.image_size},
-          {"patch_size", v.patch_size},
-          {"layer_norm_eps", v.layer_norm_eps},
-          {"hidden_act", v.hidden_act}};
-}
-
 // Everything `info` reports, as JSON; the text form is printed from the same object.
 nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
   nlohmann::ordered_json j;
   j["model_dir"] = cfg.dir.string();
-  j["architecture"] = architecture_name(cfg.arch);
-  std::vector<ExpectedTensor> table = expected_tensors(cfg);
-  ParameterCounts p = count_parameters(table);
+  j["architecture"] = cfg.architecture_name();
+  const ModelSpec spec = model_spec(cfg);
+  const ParameterCounts p = count_parameters(spec);
   nlohmann::ordered_json params = {{"total", p.total()}};
-  if (cfg.arch == Architecture::Idefics3) {
-    params["vision"] = p.vision;
-    params["connector"] = p.connector;
-  }
-  params["text"] = p.text;
-  params["lm_head"] = p.lm_head;
+  for (const ParameterCount& c : p.components) params[component_name(c.component)] = c.parameters;
   j["parameters"] = params;
-  j["tie_word_embeddings"] = cfg.tie_word_embeddings;
-  j["tensor_count"] = table.size();
+  const std::vector<ExpectedTensor> table = all_tensors(spec);
+  j["tie_word_embeddings"] =
+      std::any_of(table.begin(), table.end(), [](const ExpectedTensor& t) { return t.presence == Presence::Tied; });
+  j["tensor_count"] = expected_tensors(spec).size();
   if (ck) {
     std::set<std::string> dtypes;
     for (const auto& [name, t] : ck->tensors()) dtypes.insert(dtype_name(t.dtype));
@@ -72,13 +46,8 @@ nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
   } else {
     j["weights"] = nullptr;
   }
-  j["text_config"] = text_config_json(cfg.text);
-  if (cfg.arch == Architecture::Idefics3) {
-    j["vision_config"] = vision_config_json(cfg.vision);
-    j["scale_factor"] = cfg.scale_factor;
-    j["image_token_id"] = cfg.image_token_id;
-    j["image_tokens_per_tile"] = cfg.image_tokens_per_tile();
-  }
+  const nlohmann::ordered_json config_values = cfg.architecture->describe(cfg);
+  for (const auto& [key, value] : config_values.items()) j[key] = value;
   j["eos_token_ids"] = cfg.generation.eos_token_ids;
   return j;
 }
@@ -89,14 +58,9 @@ extern "C" smolvlm_status smolvlm_inspect_model(const char* ref, int config_only
   if (!json) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_inspect_model: the output pointer is NULL");
   return capi::guarded([&] {
     const std::filesystem::path dir = resolve_model_dir(ref ? ref : "");
+    const ModelConfig cfg = load_model_config(dir);
     std::unique_ptr<Checkpoint> ck;
-    ModelConfig cfg;
-    if (config_only) {
-      cfg = load_model_config(dir);
-    } else {
-      ck = Checkpoint::open(dir);
-      cfg = ck->config();
-    }
+    if (!config_only) ck = open_checkpoint(cfg);
     *json = capi::copy_string(describe(cfg, ck.get()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   });
 }

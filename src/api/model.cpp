@@ -94,7 +94,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
     } else {
       m->config = load_model_config(m->dir);
-      m->max_context = o.max_context > 0 ? o.max_context : m->config.text.max_position_embeddings;
+      m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
     *out = m.release();
   });
@@ -116,38 +116,40 @@ void smolvlm_model_info_init(smolvlm_model_info* info) {
 smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_info* info) {
   if (!info) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_model_get_info: the output pointer is NULL");
   return capi::guarded(model, [&] {
-    const ModelConfig& c = model->config;
+    const ModelConfig& cfg = model->config;
+    const LlamaConfig& c = cfg.decoder();
+    const Idefics3Config* vlm = cfg.image_text();
     smolvlm_model_info r;
     smolvlm_model_info_init(&r);
-    r.architecture = architecture_name(c.arch);
-    r.path = c.dir.c_str();
+    r.architecture = cfg.architecture_name();
+    r.path = cfg.dir.c_str();
     r.kernel_path = kernel_path_name(model->kernel_path);
     r.threads = model->threads;
-    r.has_vision = c.arch == Architecture::Idefics3 ? 1 : 0;
+    r.has_vision = vlm ? 1 : 0;
     r.max_context = model->max_context;
-    r.max_position_embeddings = c.text.max_position_embeddings;
-    r.vocab_size = c.text.vocab_size;
-    r.hidden_size = c.text.hidden_size;
-    r.intermediate_size = c.text.intermediate_size;
-    r.num_layers = c.text.num_hidden_layers;
-    r.num_heads = c.text.num_attention_heads;
-    r.num_kv_heads = c.text.num_key_value_heads;
-    r.head_dim = c.text.head_dim;
-    const ParameterCounts counts = count_parameters(expected_tensors(c));
-    r.params_vision = counts.vision;
-    r.params_connector = counts.connector;
-    r.params_text = counts.text;
-    r.params_lm_head = counts.lm_head;
+    r.max_position_embeddings = c.max_position_embeddings;
+    r.vocab_size = c.vocab_size;
+    r.hidden_size = c.hidden_size;
+    r.intermediate_size = c.intermediate_size;
+    r.num_layers = c.num_hidden_layers;
+    r.num_heads = c.num_attention_heads;
+    r.num_kv_heads = c.num_key_value_heads;
+    r.head_dim = c.head_dim;
+    const ParameterCounts counts = count_parameters(model_spec(cfg));
+    r.params_vision = counts.of(Component::Vision);
+    r.params_connector = counts.of(Component::Connector);
+    r.params_text = counts.of(Component::Text);
+    r.params_lm_head = counts.of(Component::LmHead);
     r.params_total = counts.total();
-    if (r.has_vision) {
-      r.vision_image_size = c.vision.image_size;
-      r.vision_patch_size = c.vision.patch_size;
-      r.vision_hidden_size = c.vision.hidden_size;
-      r.vision_intermediate_size = c.vision.intermediate_size;
-      r.vision_num_layers = c.vision.num_hidden_layers;
-      r.vision_num_channels = c.vision.num_channels;
-      r.scale_factor = c.scale_factor;
-      r.image_tokens_per_tile = c.image_tokens_per_tile();
+    if (vlm) {
+      r.vision_image_size = vlm->vision.image_size;
+      r.vision_patch_size = vlm->vision.patch_size;
+      r.vision_hidden_size = vlm->vision.hidden_size;
+      r.vision_intermediate_size = vlm->vision.intermediate_size;
+      r.vision_num_layers = vlm->vision.num_hidden_layers;
+      r.vision_num_channels = vlm->vision.num_channels;
+      r.scale_factor = vlm->scale_factor;
+      r.image_tokens_per_tile = vlm->image_tokens_per_tile();
     }
     if (model->model) {
       r.file_bytes = static_cast<int64_t>(model->model->checkpoint().file_bytes());

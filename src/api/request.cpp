@@ -32,11 +32,11 @@ ImageInput image_input(const smolvlm_image& im, size_t message, size_t part) {
   throw bad_input(where + ": unknown image kind " + std::to_string(static_cast<int>(im.kind)));
 }
 
-Role role_of(smolvlm_role role, size_t message) {
+ChatRole role_of(smolvlm_role role, size_t message) {
   switch (role) {
-    case SMOLVLM_ROLE_SYSTEM: return Role::System;
-    case SMOLVLM_ROLE_USER: return Role::User;
-    case SMOLVLM_ROLE_ASSISTANT: return Role::Assistant;
+    case SMOLVLM_ROLE_SYSTEM: return ChatRole::System;
+    case SMOLVLM_ROLE_USER: return ChatRole::User;
+    case SMOLVLM_ROLE_ASSISTANT: return ChatRole::Assistant;
   }
   throw bad_input("message " + std::to_string(message) + ": unknown role " + std::to_string(static_cast<int>(role)));
 }

@@ -10,7 +10,7 @@
 #include "image/image.h"
 #include "io/file.h"
 #include "io/npy.h"
-#include "io/synth.h"
+#include "model/synth.h"
 
 using namespace smolvlm;
 

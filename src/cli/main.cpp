@@ -34,7 +34,7 @@ std::string flag_hint(const std::string& message) {
       {"check the access token", "or --token"},  {"needs an access token", "or --token"},
       {"the file patterns", "--include"},                {"name the files to fetch", "--include"},
       {"revision must be a branch", "--revision"},       {"folder exists and is not empty", "use --force to replace it"},
-      {"reads the configs alone", "info --config-only"},
+      {"no weights: neither model.safetensors", "`smolvlm info --config-only` reads the configs alone"},
   };
   for (const auto& [needle, hint] : kHints)
     if (message.find(needle) != std::string::npos) return std::string(" (") + hint + ")";

@@ -32,14 +32,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// Lists up to `limit` names, then how many more.
-std::string name_list(const std::vector<std::string>& names, size_t limit = 8) {
-  std::string s;
-  for (size_t i = 0; i < names.size() && i < limit; ++i) s += (i ? ", " : "") + names[i];
-  if (names.size() > limit) s += ", ... (" + std::to_string(names.size() - limit) + " more)";
-  return s;
-}
-
 uint64_t read_u64_le(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -321,102 +313,6 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tensor table HF creates for a config (module registration order of the HF classes).
-
-namespace {
-
-void add_linear(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t out_features,
-                int64_t in_features, bool bias, const char* component) {
-  out.push_back({prefix + ".weight", {out_features, in_features}, component});
-  if (bias) out.push_back({prefix + ".bias", {out_features}, component});
-}
-
-void add_norm(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t n, bool bias, const char* component) {
-  out.push_back({prefix + ".weight", {n}, component});
-  if (bias) out.push_back({prefix + ".bias", {n}, component});
-}
-
-// LlamaModel: embed_tokens, layers (self_attn q/k/v/o, mlp gate/up/down, the two RMSNorms), norm.
-void add_llama_model(std::vector<ExpectedTensor>& out, const std::string& prefix, const TextConfig& t) {
-  const char* c = "text";
-  int64_t q_dim = t.num_attention_heads * t.head_dim;
-  int64_t kv_dim = t.num_key_value_heads * t.head_dim;
-  out.push_back({prefix + "embed_tokens.weight", {t.vocab_size, t.hidden_size}, c});
-  for (int64_t l = 0; l < t.num_hidden_layers; ++l) {
-    std::string p = prefix + "layers." + std::to_string(l) + ".";
-    add_linear(out, p + "self_attn.q_proj", q_dim, t.hidden_size, t.attention_bias, c);
-    add_linear(out, p + "self_attn.k_proj", kv_dim, t.hidden_size, t.attention_bias, c);
-    add_linear(out, p + "self_attn.v_proj", kv_dim, t.hidden_size, t.attention_bias, c);
-    add_linear(out, p + "self_attn.o_proj", t.hidden_size, q_dim, t.attention_bias, c);
-    add_linear(out, p + "mlp.gate_proj", t.intermediate_size, t.hidden_size, t.mlp_bias, c);
-    add_linear(out, p + "mlp.up_proj", t.intermediate_size, t.hidden_size, t.mlp_bias, c);
-    add_linear(out, p + "mlp.down_proj", t.hidden_size, t.intermediate_size, t.mlp_bias, c);
-    add_norm(out, p + "input_layernorm", t.hidden_size, false, c);
-    add_norm(out, p + "post_attention_layernorm", t.hidden_size, false, c);
-  }
-  add_norm(out, prefix + "norm", t.hidden_size, false, c);
-}
-
-// Idefics3VisionTransformer: embeddings (patch conv + position table), encoder layers, post_layernorm.
-void add_vision_model(std::vector<ExpectedTensor>& out, const std::string& prefix, const VisionConfig& v) {
-  const char* c = "vision";
-  int64_t h = v.hidden_size;
-  int64_t grid = v.image_size / v.patch_size;
-  out.push_back({prefix + "embeddings.patch_embedding.weight", {h, v.num_channels, v.patch_size, v.patch_size}, c});
-  out.push_back({prefix + "embeddings.patch_embedding.bias", {h}, c});
-  out.push_back({prefix + "embeddings.position_embedding.weight", {grid * grid, h}, c});
-  for (int64_t l = 0; l < v.num_hidden_layers; ++l) {
-    std::string p = prefix + "encoder.layers." + std::to_string(l) + ".";
-    add_linear(out, p + "self_attn.k_proj", h, h, true, c);
-    add_linear(out, p + "self_attn.v_proj", h, h, true, c);
-    add_linear(out, p + "self_attn.q_proj", h, h, true, c);
-    add_linear(out, p + "self_attn.out_proj", h, h, true, c);
-    add_norm(out, p + "layer_norm1", h, true, c);
-    add_linear(out, p + "mlp.fc1", v.intermediate_size, h, true, c);
-    add_linear(out, p + "mlp.fc2", h, v.intermediate_size, true, c);
-    add_norm(out, p + "layer_norm2", h, true, c);
-  }
-  add_norm(out, prefix + "post_layernorm", h, true, c);
-}
-
-}  // namespace
-
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg) {
-  std::vector<ExpectedTensor> out;
-  if (cfg.arch == Architecture::Idefics3) {
-    add_vision_model(out, "model.vision_model.", cfg.vision);
-    int64_t s = cfg.scale_factor;
-    add_linear(out, "model.connector.modality_projection.proj", cfg.text.hidden_size, cfg.vision.hidden_size * s * s,
-               false, "connector");
-    add_llama_model(out, "model.text_model.", cfg.text);
-  } else {
-    add_llama_model(out, "model.", cfg.text);
-  }
-  if (!cfg.tie_word_embeddings)
-    out.push_back({"lm_head.weight", {cfg.text.vocab_size, cfg.text.hidden_size}, "lm_head"});
-  return out;
-}
-
-ParameterCounts count_parameters(const std::vector<ExpectedTensor>& tensors) {
-  ParameterCounts counts;
-  for (const ExpectedTensor& t : tensors) {
-    int64_t n = 1;
-    for (int64_t d : t.shape)
-      if (!checked_mul(n, d, &n)) throw bad_input("tensor " + t.name + ": shape " + shape_text(t.shape) + " is too large");
-    int64_t* slot = t.component == "vision"      ? &counts.vision
-                    : t.component == "connector" ? &counts.connector
-                    : t.component == "lm_head"   ? &counts.lm_head
-                                                 : &counts.text;
-    if (__builtin_add_overflow(*slot, n, slot)) throw bad_input("parameter count overflows 64 bits");
-  }
-  int64_t total = 0;
-  if (__builtin_add_overflow(counts.vision, counts.connector, &total) ||
-      __builtin_add_overflow(total, counts.text, &total) || __builtin_add_overflow(total, counts.lm_head, &total))
-    throw bad_input("parameter count overflows 64 bits");
-  return counts;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Checkpoints
 
 namespace {
@@ -465,47 +361,14 @@ uint64_t identity_of(const std::string& config_text, const std::map<std::string,
   return std::stoull(hex.substr(0, 16), nullptr, 16);
 }
 
-void check_against_architecture(const ModelConfig& cfg, const std::map<std::string, TensorView, std::less<>>& tensors,
-                                const std::string& where) {
-  std::vector<ExpectedTensor> expected = expected_tensors(cfg);
-  std::set<std::string> expected_names;
-  std::vector<std::string> missing;
-  for (const ExpectedTensor& e : expected) {
-    expected_names.insert(e.name);
-    auto it = tensors.find(e.name);
-    if (it == tensors.end()) {
-      missing.push_back(e.name);
-      continue;
-    }
-    const TensorView& t = it->second;
-    if (t.shape != e.shape)
-      throw bad_input(t.file + ": tensor \"" + e.name + "\" has shape " + shape_text(t.shape) + ", expected " +
-                      shape_text(e.shape) + " for this config.json");
-    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-      throw unsupported(t.file + ": tensor \"" + e.name + "\" has dtype " + dtype_name(t.dtype) +
-                        ", expected F32, F16 or BF16");
-  }
-  if (!missing.empty())
-    throw bad_input(where + ": missing " + std::to_string(missing.size()) + " tensor(s) that " +
-                    architecture_name(cfg.arch) + " with this config.json needs: " + name_list(missing));
-  std::vector<std::string> unexpected;
-  for (const auto& [name, t] : tensors)
-    if (!expected_names.count(name)) unexpected.push_back(name);
-  if (!unexpected.empty()) {
-    std::string hint = cfg.tie_word_embeddings && std::count(unexpected.begin(), unexpected.end(), "lm_head.weight")
-                           ? " (config.json ties lm_head to embed_tokens, so lm_head.weight must not be stored)"
-                           : "";
-    throw bad_input(where + ": " + std::to_string(unexpected.size()) + " unexpected tensor(s) that " +
-                    architecture_name(cfg.arch) + " with this config.json does not have: " + name_list(unexpected) +
-                    hint);
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
   std::unique_ptr<Checkpoint> ck(new Checkpoint());
-  ck->config_ = load_model_config(dir);
+  ck->dir_ = dir;
+  std::error_code config_ec;
+  if (!std::filesystem::exists(dir / "config.json", config_ec))
+    throw bad_input(dir.string() + ": no config.json in this folder (is it a model folder?)");
   std::error_code ec;
   const std::filesystem::path index_path = dir / "model.safetensors.index.json";
   const std::filesystem::path single_path = dir / "model.safetensors";
@@ -550,14 +413,20 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
     ck->shards_.push_back(std::make_unique<SafetensorsFile>(single_path));
     ck->files_.push_back("model.safetensors");
   } else {
-    throw bad_input(dir.string() + ": no weights: neither model.safetensors nor model.safetensors.index.json exists (`smolvlm info --config-only` reads the configs alone)");
+    throw bad_input(dir.string() + ": no weights: neither model.safetensors nor model.safetensors.index.json exists");
   }
+  ck->source_ = where;
   for (const auto& shard : ck->shards_)
     for (const TensorView& t : shard->tensors())
       if (!is_ignored_buffer(t.name)) ck->tensors_.emplace(t.name, t);
-  check_against_architecture(ck->config_, ck->tensors_, where);
   ck->identity_ = identity_of(read_file(dir / "config.json"), ck->tensors_);
   return ck;
+}
+
+bool Checkpoint::has_weights(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(dir / "model.safetensors.index.json", ec) ||
+         std::filesystem::exists(dir / "model.safetensors", ec);
 }
 
 const TensorView* Checkpoint::find(std::string_view name) const {
@@ -567,7 +436,7 @@ const TensorView* Checkpoint::find(std::string_view name) const {
 
 const TensorView& Checkpoint::tensor(std::string_view name) const {
   const TensorView* t = find(name);
-  if (!t) throw bad_input(config_.dir.string() + ": checkpoint has no tensor \"" + std::string(name) + "\"");
+  if (!t) throw bad_input(dir_.string() + ": checkpoint has no tensor \"" + std::string(name) + "\"");
   return *t;
 }
 

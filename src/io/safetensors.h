@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "io/config.h"
 #include "io/file.h"
 
 namespace smolvlm {
@@ -84,31 +83,18 @@ void write_safetensors_streaming(const std::filesystem::path& path, const std::v
                                  const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
                                  bool flush_to_disk = true);
 
-// The expected tensor table (names and shapes, HF naming) for a config.
-struct ExpectedTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::string component;  // "vision", "connector", "text", "lm_head"
-};
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg);
-
-// Parameters per component, counting each stored tensor once (a tied lm_head adds nothing), as
-// HF's `sum(p.numel() for p in model.parameters())` does.
-struct ParameterCounts {
-  int64_t vision = 0;
-  int64_t connector = 0;
-  int64_t text = 0;
-  int64_t lm_head = 0;
-  int64_t total() const { return vision + connector + text + lm_head; }
-};
-ParameterCounts count_parameters(const std::vector<ExpectedTensor>& tensors);
-
-// A model folder: configs + every tensor of every shard, checked against expected_tensors().
+// The weights of a model folder: every tensor of model.safetensors, or of every shard named by
+// model.safetensors.index.json (the index and the shards checked against each other). Knows the
+// file formats only: which tensors a model needs is checked by the model (model/spec.h).
 class Checkpoint {
  public:
   static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
+  // Whether `dir` has weights to open: model.safetensors or model.safetensors.index.json.
+  static bool has_weights(const std::filesystem::path& dir);
 
-  const ModelConfig& config() const { return config_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  // The file that lists the tensors (model.safetensors or the index), for messages.
+  const std::string& source() const { return source_; }
   const TensorView& tensor(std::string_view name) const;  // Error(BadInput) naming the tensor if absent
   const TensorView* find(std::string_view name) const;     // nullptr if absent
   const std::map<std::string, TensorView, std::less<>>& tensors() const { return tensors_; }
@@ -119,7 +105,8 @@ class Checkpoint {
 
  private:
   Checkpoint() = default;
-  ModelConfig config_;
+  std::filesystem::path dir_;
+  std::string source_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::vector<std::string> files_;
   std::map<std::string, TensorView, std::less<>> tensors_;

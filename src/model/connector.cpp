@@ -8,15 +8,16 @@
 
 namespace smolvlm {
 
-Idefics3Connector::Idefics3Connector(const Checkpoint& ckpt, int64_t patches_per_side, int64_t vision_hidden)
-    : side_(patches_per_side),
-      vision_hidden_(vision_hidden),
-      scale_(ckpt.config().scale_factor),
-      text_hidden_(ckpt.config().text.hidden_size) {
-  if (scale_ <= 0 || side_ % scale_ != 0)
-    throw bad_input((ckpt.config().dir / "config.json").string() + ": scale_factor " + std::to_string(scale_) +
-                    " does not divide the " + std::to_string(side_) + " patches per side of a tile");
-  proj_ = matrix(ckpt, "model.connector.modality_projection.proj.weight", text_hidden_, shuffled_dim());
+Idefics3Connector::Idefics3Connector(const Checkpoint& ckpt, const Idefics3Config& c, const ComponentSpec& connector)
+    : side_(c.vision.patches_per_side()),
+      vision_hidden_(c.vision.hidden_size),
+      scale_(c.scale_factor),
+      text_hidden_(c.text.hidden_size) {
+  // parse_idefics3_config checked that scale_factor divides the patch grid.
+  const ExpectedTensor proj = connector.tensor(Role::Projection);
+  if (proj.shape != std::vector<int64_t>{text_hidden_, shuffled_dim()})
+    throw internal_error("the connector spec's projection does not map shuffled features to the text hidden size");
+  proj_ = matrix(ckpt, proj);
 }
 
 void Idefics3Connector::pixel_shuffle(const float* in, int64_t side, int64_t embed, int64_t s, float* out) {

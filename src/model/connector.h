@@ -8,12 +8,15 @@
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
+#include "model/idefics3_config.h"
+#include "model/spec.h"
 
 namespace smolvlm {
 
 class Idefics3Connector {
  public:
-  Idefics3Connector(const Checkpoint& ckpt, int64_t patches_per_side, int64_t vision_hidden);
+  // Binds the projection of the spec's connector component.
+  Idefics3Connector(const Checkpoint& ckpt, const Idefics3Config& c, const ComponentSpec& connector);
 
   int64_t tokens_per_tile() const { return (side_ / scale_) * (side_ / scale_); }
   int64_t shuffled_dim() const { return vision_hidden_ * scale_ * scale_; }

@@ -13,66 +13,39 @@ namespace {
 
 const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
 
-void check_text_config(const TextConfig& c, const std::string& cfg) {
-  auto positive = [&](int64_t v, const char* key) {
-    if (v <= 0) throw bad_input(cfg + ": " + key + " must be positive, got " + std::to_string(v));
-  };
-  positive(c.hidden_size, "hidden_size");
-  positive(c.intermediate_size, "intermediate_size");
-  positive(c.num_hidden_layers, "num_hidden_layers");
-  positive(c.num_attention_heads, "num_attention_heads");
-  positive(c.num_key_value_heads, "num_key_value_heads");
-  positive(c.head_dim, "head_dim");
-  positive(c.vocab_size, "vocab_size");
-  if (c.num_attention_heads % c.num_key_value_heads != 0)
-    throw bad_input(cfg + ": num_attention_heads " + std::to_string(c.num_attention_heads) +
-                    " is not a multiple of num_key_value_heads " + std::to_string(c.num_key_value_heads));
-  if (c.head_dim % 2 != 0) throw bad_input(cfg + ": head_dim " + std::to_string(c.head_dim) + " must be even for RoPE");
-  if (c.rope_type != "default")
-    throw unsupported(cfg + ": rope_scaling type \"" + c.rope_type + "\" (only the default RoPE is implemented)");
-  if (c.hidden_act != "silu") throw unsupported(cfg + ": hidden_act " + c.hidden_act + " (only silu)");
-}
-
 }  // namespace
 
-LlamaModel::LlamaModel(const Checkpoint& ckpt, const std::string& prefix) : cfg_(ckpt.config().text) {
-  check_text_config(cfg_, (ckpt.config().dir / "config.json").string());
-  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
-  const int64_t qd = cfg_.num_attention_heads * D, kvd = cfg_.num_key_value_heads * D;
-  embed_ = &expect_tensor(ckpt, prefix + "embed_tokens.weight", {cfg_.vocab_size, H});
-  for (int64_t i = 0; i < cfg_.num_hidden_layers; ++i) {
-    const std::string p = prefix + "layers." + std::to_string(i) + ".";
+LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const ComponentSpec& text,
+                       const ComponentSpec& lm_head)
+    : cfg_(cfg) {
+  embed_ = &bind_tensor(ckpt, text.tensor(Role::Embedding));
+  for (int64_t i = 0; i < text.layers; ++i) {
+    auto weight = [&](Role r) { return matrix(ckpt, text.layer_tensor(i, r)); };
+    auto bias = [&](Role r) { return optional_vector_f32(ckpt, text.layer_tensor(i, r, Param::Bias)); };
     Layer l;
-    l.input_norm = vector_f32(ckpt, p + "input_layernorm.weight", H);
-    l.post_norm = vector_f32(ckpt, p + "post_attention_layernorm.weight", H);
-    l.q = matrix(ckpt, p + "self_attn.q_proj.weight", qd, H);
-    l.k = matrix(ckpt, p + "self_attn.k_proj.weight", kvd, H);
-    l.v = matrix(ckpt, p + "self_attn.v_proj.weight", kvd, H);
-    l.o = matrix(ckpt, p + "self_attn.o_proj.weight", H, qd);
-    if (cfg_.attention_bias) {
-      l.q_b = vector_f32(ckpt, p + "self_attn.q_proj.bias", qd);
-      l.k_b = vector_f32(ckpt, p + "self_attn.k_proj.bias", kvd);
-      l.v_b = vector_f32(ckpt, p + "self_attn.v_proj.bias", kvd);
-      l.o_b = vector_f32(ckpt, p + "self_attn.o_proj.bias", H);
-    }
-    l.gate = matrix(ckpt, p + "mlp.gate_proj.weight", I, H);
-    l.up = matrix(ckpt, p + "mlp.up_proj.weight", I, H);
-    l.down = matrix(ckpt, p + "mlp.down_proj.weight", H, I);
-    if (cfg_.mlp_bias) {
-      l.gate_b = vector_f32(ckpt, p + "mlp.gate_proj.bias", I);
-      l.up_b = vector_f32(ckpt, p + "mlp.up_proj.bias", I);
-      l.down_b = vector_f32(ckpt, p + "mlp.down_proj.bias", H);
-    }
+    l.input_norm = vector_f32(ckpt, text.layer_tensor(i, Role::AttentionNorm));
+    l.post_norm = vector_f32(ckpt, text.layer_tensor(i, Role::MlpNorm));
+    l.q = weight(Role::QProj);
+    l.k = weight(Role::KProj);
+    l.v = weight(Role::VProj);
+    l.o = weight(Role::OProj);
+    l.q_b = bias(Role::QProj);
+    l.k_b = bias(Role::KProj);
+    l.v_b = bias(Role::VProj);
+    l.o_b = bias(Role::OProj);
+    l.gate = weight(Role::GateProj);
+    l.up = weight(Role::UpProj);
+    l.down = weight(Role::DownProj);
+    l.gate_b = bias(Role::GateProj);
+    l.up_b = bias(Role::UpProj);
+    l.down_b = bias(Role::DownProj);
     layers_.push_back(std::move(l));
   }
-  final_norm_ = vector_f32(ckpt, prefix + "norm.weight", H);
-  // HF ties lm_head to the input embeddings per the flag its architecture reads (ModelConfig).
-  if (ckpt.config().tie_word_embeddings)
-    lm_head_ = WeightRef{embed_->data, embed_->dtype, cfg_.vocab_size, H};
-  else
-    lm_head_ = matrix(ckpt, "lm_head.weight", cfg_.vocab_size, H);
-  inv_freq_.resize(static_cast<size_t>(D / 2));
-  rope_inv_freq(cfg_.rope_theta, D, inv_freq_.data());
+  final_norm_ = vector_f32(ckpt, text.tensor(Role::FinalNorm));
+  const ExpectedTensor head = lm_head.tensor(Role::LmHead);
+  lm_head_ = head.presence == Presence::Tied ? matrix_view(*embed_, head.shape[0], head.shape[1]) : matrix(ckpt, head);
+  inv_freq_.resize(static_cast<size_t>(cfg_.head_dim / 2));
+  rope_inv_freq(cfg_.rope_theta, cfg_.head_dim, inv_freq_.data());
 }
 
 LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows) {
@@ -92,7 +65,7 @@ LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows)
 
 void LlamaModel::embed(const int64_t* ids, int64_t n, float* out) const { gather_rows_f32(*embed_, ids, n, out); }
 
-void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv, Scratch& s, ThreadPool& pool,
+void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvView& kv, Scratch& s, ThreadPool& pool,
                          float* logits_last) const {
   if (rows <= 0 || rows > s.max_rows || pos0 < 0 || pos0 + rows > kv.capacity)
     throw internal_error("LlamaModel::forward: rows " + std::to_string(rows) + " at position " +
@@ -111,7 +84,7 @@ void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv
 }
 
 void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0,
-                                 const KvStore& kv, Scratch& s, ThreadPool& pool) const {
+                                 const KvView& kv, Scratch& s, ThreadPool& pool) const {
   const int64_t H = cfg_.hidden_size, D = cfg_.head_dim;
   const int64_t qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads;
   const int64_t qd = qh * D, kvd = kvh * D;

@@ -1,6 +1,7 @@
 // The Llama decoder (SmolLM2, and the text model of Idefics3): token embeddings, pre-RMSNorm layers
-// with rotate-half RoPE and grouped-query attention over an external KV store, SiLU-gated MLP, final
-// RMSNorm, lm_head (tied to the embeddings when the config says so).
+// with rotate-half RoPE and grouped-query attention over an external KV cache, SiLU-gated MLP, final
+// RMSNorm, lm_head (tied to the embeddings when the spec says so). Weights are bound by role from the
+// architecture's spec (model/spec.h), never by name.
 #pragma once
 
 #include <cstdint>
@@ -10,23 +11,19 @@
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
+#include "model/kv_view.h"
+#include "model/llama_config.h"
+#include "model/spec.h"
 
 namespace smolvlm {
 
-// Where a forward pass reads and writes keys/values: for layer l, position p, the K row is
-// k + (l·capacity + p)·kv_dim (kv_dim = kv_heads·head_dim), the same for V. Owned by the caller.
-struct KvStore {
-  float* k = nullptr;
-  float* v = nullptr;
-  int64_t capacity = 0;
-};
-
 class LlamaModel {
  public:
-  // `prefix` is where the decoder lives: "model." (LlamaForCausalLM) or "model.text_model." (Idefics3).
-  LlamaModel(const Checkpoint& ckpt, const std::string& prefix);
+  // Binds the tensors of the `text` and `lm_head` components of the spec; `cfg` is the config they
+  // were derived from (check_llama_supported() has accepted it).
+  LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const ComponentSpec& text, const ComponentSpec& lm_head);
 
-  const TextConfig& config() const { return cfg_; }
+  const LlamaConfig& config() const { return cfg_; }
   int64_t hidden() const { return cfg_.hidden_size; }
   int64_t vocab() const { return cfg_.vocab_size; }
   int64_t layers() const { return cfg_.num_hidden_layers; }
@@ -49,7 +46,7 @@ class LlamaModel {
   // the residual stream and overwritten), appending their keys/values to `kv` and attending over
   // positions [0, pos0 + rows). Writes the logits of the last row to logits_last [vocab].
   // The caller guarantees pos0 >= 0, pos0 + rows <= kv.capacity, rows <= scratch.max_rows.
-  void forward(float* x, int64_t rows, int64_t pos0, const KvStore& kv, Scratch& scratch, ThreadPool& pool,
+  void forward(float* x, int64_t rows, int64_t pos0, const KvView& kv, Scratch& scratch, ThreadPool& pool,
                float* logits_last) const;
 
  private:
@@ -58,11 +55,11 @@ class LlamaModel {
     WeightRef q, k, v, o, gate, up, down;
     std::vector<float> q_b, k_b, v_b, o_b, gate_b, up_b, down_b;  // empty unless attention_bias / mlp_bias
   };
-  void attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0, const KvStore& kv,
+  void attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0, const KvView& kv,
                        Scratch& s, ThreadPool& pool) const;
   void mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const;
 
-  TextConfig cfg_;
+  LlamaConfig cfg_;
   const TensorView* embed_ = nullptr;
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;

@@ -9,66 +9,49 @@
 
 namespace smolvlm {
 
-namespace {
-const std::string kPrefix = "model.vision_model.";
-}
-
-SiglipVision::SiglipVision(const Checkpoint& ckpt) {
-  const VisionConfig& c = ckpt.config().vision;
-  image_size_ = c.image_size;
-  patch_ = c.patch_size;
-  channels_ = c.num_channels;
-  hidden_ = c.hidden_size;
-  intermediate_ = c.intermediate_size;
-  heads_ = c.num_attention_heads;
-  eps_ = static_cast<float>(c.layer_norm_eps);
-  const std::string cfg = (ckpt.config().dir / "config.json").string();
-  if (patch_ <= 0 || image_size_ <= 0 || image_size_ % patch_ != 0)
-    throw bad_input(cfg + ": vision_config.image_size " + std::to_string(image_size_) +
-                    " is not a multiple of patch_size " + std::to_string(patch_));
-  if (heads_ <= 0 || hidden_ % heads_ != 0)
-    throw bad_input(cfg + ": vision_config.hidden_size " + std::to_string(hidden_) +
-                    " is not a multiple of num_attention_heads " + std::to_string(heads_));
-  if (c.hidden_act != "gelu_pytorch_tanh")
-    throw unsupported(cfg + ": vision_config.hidden_act " + c.hidden_act + " (only gelu_pytorch_tanh)");
-  if (channels_ != 3) throw unsupported(cfg + ": vision_config.num_channels must be 3");
-
-  const int64_t patch_len = channels_ * patch_ * patch_;
-  const TensorView& conv =
-      expect_tensor(ckpt, kPrefix + "embeddings.patch_embedding.weight", {hidden_, channels_, patch_, patch_});
+SiglipVision::SiglipVision(const Checkpoint& ckpt, const Idefics3VisionConfig& c, const ComponentSpec& vision)
+    : image_size_(c.image_size),
+      patch_(c.patch_size),
+      channels_(c.num_channels),
+      hidden_(c.hidden_size),
+      intermediate_(c.intermediate_size),
+      heads_(c.num_attention_heads),
+      eps_(static_cast<float>(c.layer_norm_eps)) {
   // The conv kernel [hidden, C, p, p] is, flattened, the [hidden, C·p·p] matrix of a linear layer.
-  patch_w_ = WeightRef{conv.data, conv.dtype, hidden_, patch_len};
-  patch_b_ = vector_f32(ckpt, kPrefix + "embeddings.patch_embedding.bias", hidden_);
-  const TensorView& position =
-      expect_tensor(ckpt, kPrefix + "embeddings.position_embedding.weight", {num_patches(), hidden_});
+  patch_w_ = matrix_view(bind_tensor(ckpt, vision.tensor(Role::PatchEmbedding)), hidden_, channels_ * patch_ * patch_);
+  patch_b_ = vector_f32(ckpt, vision.tensor(Role::PatchEmbedding, Param::Bias));
+  const TensorView& position = bind_tensor(ckpt, vision.tensor(Role::PositionEmbedding));
+  if (position.dim(0) != num_patches())
+    throw internal_error("the vision spec's position table does not have one row per patch");
   std::vector<int64_t> ids(static_cast<size_t>(num_patches()));
   for (int64_t i = 0; i < num_patches(); ++i) ids[i] = i;
   position_.resize(static_cast<size_t>(num_patches() * hidden_));
   gather_rows_f32(position, ids.data(), num_patches(), position_.data());
 
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = kPrefix + "encoder.layers." + std::to_string(i) + ".";
+  for (int64_t i = 0; i < vision.layers; ++i) {
+    auto weight = [&](Role r) { return matrix(ckpt, vision.layer_tensor(i, r)); };
+    auto values = [&](Role r, Param p) { return vector_f32(ckpt, vision.layer_tensor(i, r, p)); };
     Layer l;
-    l.ln1_w = vector_f32(ckpt, p + "layer_norm1.weight", hidden_);
-    l.ln1_b = vector_f32(ckpt, p + "layer_norm1.bias", hidden_);
-    l.ln2_w = vector_f32(ckpt, p + "layer_norm2.weight", hidden_);
-    l.ln2_b = vector_f32(ckpt, p + "layer_norm2.bias", hidden_);
-    l.q = matrix(ckpt, p + "self_attn.q_proj.weight", hidden_, hidden_);
-    l.k = matrix(ckpt, p + "self_attn.k_proj.weight", hidden_, hidden_);
-    l.v = matrix(ckpt, p + "self_attn.v_proj.weight", hidden_, hidden_);
-    l.o = matrix(ckpt, p + "self_attn.out_proj.weight", hidden_, hidden_);
-    l.q_b = vector_f32(ckpt, p + "self_attn.q_proj.bias", hidden_);
-    l.k_b = vector_f32(ckpt, p + "self_attn.k_proj.bias", hidden_);
-    l.v_b = vector_f32(ckpt, p + "self_attn.v_proj.bias", hidden_);
-    l.o_b = vector_f32(ckpt, p + "self_attn.out_proj.bias", hidden_);
-    l.fc1 = matrix(ckpt, p + "mlp.fc1.weight", intermediate_, hidden_);
-    l.fc2 = matrix(ckpt, p + "mlp.fc2.weight", hidden_, intermediate_);
-    l.fc1_b = vector_f32(ckpt, p + "mlp.fc1.bias", intermediate_);
-    l.fc2_b = vector_f32(ckpt, p + "mlp.fc2.bias", hidden_);
+    l.ln1_w = values(Role::AttentionNorm, Param::Weight);
+    l.ln1_b = values(Role::AttentionNorm, Param::Bias);
+    l.ln2_w = values(Role::MlpNorm, Param::Weight);
+    l.ln2_b = values(Role::MlpNorm, Param::Bias);
+    l.q = weight(Role::QProj);
+    l.k = weight(Role::KProj);
+    l.v = weight(Role::VProj);
+    l.o = weight(Role::OProj);
+    l.q_b = values(Role::QProj, Param::Bias);
+    l.k_b = values(Role::KProj, Param::Bias);
+    l.v_b = values(Role::VProj, Param::Bias);
+    l.o_b = values(Role::OProj, Param::Bias);
+    l.fc1 = weight(Role::Fc1);
+    l.fc2 = weight(Role::Fc2);
+    l.fc1_b = values(Role::Fc1, Param::Bias);
+    l.fc2_b = values(Role::Fc2, Param::Bias);
     layers_.push_back(std::move(l));
   }
-  post_w_ = vector_f32(ckpt, kPrefix + "post_layernorm.weight", hidden_);
-  post_b_ = vector_f32(ckpt, kPrefix + "post_layernorm.bias", hidden_);
+  post_w_ = vector_f32(ckpt, vision.tensor(Role::FinalNorm));
+  post_b_ = vector_f32(ckpt, vision.tensor(Role::FinalNorm, Param::Bias));
 }
 
 SiglipVision::Scratch::Scratch(const SiglipVision& m) {

@@ -10,13 +10,16 @@
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
+#include "model/idefics3_config.h"
+#include "model/spec.h"
 
 namespace smolvlm {
 
 class SiglipVision {
  public:
-  // Binds every vision tensor of `ckpt` (HF names under model.vision_model.), checking shapes.
-  explicit SiglipVision(const Checkpoint& ckpt);
+  // Binds the tensors of the spec's vision component; `c` is the config they were derived from
+  // (check_idefics3_supported() has accepted it).
+  SiglipVision(const Checkpoint& ckpt, const Idefics3VisionConfig& c, const ComponentSpec& vision);
 
   int64_t image_size() const { return image_size_; }
   int64_t patch_size() const { return patch_; }

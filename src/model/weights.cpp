@@ -20,33 +20,46 @@ float element_f32(const TensorView& t, int64_t i) {
 
 }  // namespace
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-const TensorView& expect_tensor(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape) {
-  const TensorView& t = ckpt.tensor(name);
-  if (t.shape != shape)
-    throw bad_input(t.file + ": tensor " + name + " has shape " + shape_string(t.shape) + ", expected " +
-                    shape_string(shape));
+const TensorView& bind_tensor(const Checkpoint& ckpt, const ExpectedTensor& entry) {
+  if (entry.presence != Presence::Required)
+    throw internal_error("tensor " + entry.name + " is not stored for this config");
+  const TensorView& t = ckpt.tensor(entry.name);
+  if (t.shape != entry.shape)
+    throw bad_input(t.file + ": tensor " + entry.name + " has shape " + shape_string(t.shape) + ", expected " +
+                    shape_string(entry.shape));
   if (!is_float(t.dtype))
-    throw unsupported(t.file + ": tensor " + name + " has dtype " + dtype_name(t.dtype) +
+    throw unsupported(t.file + ": tensor " + entry.name + " has dtype " + dtype_name(t.dtype) +
                       ", expected F32, F16 or BF16");
   return t;
 }
 
-WeightRef matrix(const Checkpoint& ckpt, const std::string& name, int64_t rows, int64_t cols) {
-  const TensorView& t = expect_tensor(ckpt, name, {rows, cols});
-  return WeightRef{t.data, t.dtype, rows, cols};
+WeightRef matrix(const Checkpoint& ckpt, const ExpectedTensor& entry) {
+  if (entry.shape.size() != 2) throw internal_error("tensor " + entry.name + " is not a matrix in the spec");
+  return matrix_view(bind_tensor(ckpt, entry), entry.shape[0], entry.shape[1]);
 }
 
-std::vector<float> vector_f32(const Checkpoint& ckpt, const std::string& name, int64_t n) {
-  const TensorView& t = expect_tensor(ckpt, name, {n});
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = element_f32(t, i);
+WeightRef matrix_view(const TensorView& t, int64_t rows, int64_t cols) {
+  if (rows * cols != t.numel())
+    throw internal_error("tensor " + t.name + " of shape " + shape_string(t.shape) + " viewed as [" +
+                         std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  WeightRef w;
+  w.data = t.data;
+  w.dtype = t.dtype;
+  w.rows = rows;
+  w.cols = cols;
+  return w;
+}
+
+std::vector<float> vector_f32(const Checkpoint& ckpt, const ExpectedTensor& entry) {
+  const TensorView& t = bind_tensor(ckpt, entry);
+  if (t.shape.size() != 1) throw internal_error("tensor " + entry.name + " is not a vector in the spec");
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = element_f32(t, i);
   return v;
+}
+
+std::vector<float> optional_vector_f32(const Checkpoint& ckpt, const ExpectedTensor& entry) {
+  return entry.presence == Presence::Absent ? std::vector<float>{} : vector_f32(ckpt, entry);
 }
 
 void gather_rows_f32(const TensorView& table, const int64_t* rows, int64_t n, float* out) {

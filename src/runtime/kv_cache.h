@@ -1,5 +1,6 @@
-// The key/value state of one sequence. Its capacity is fixed at creation; it records its shape and
-// the identity of the model it was made for, so it is never used with another model or shape.
+// The key/value state of one sequence: KvCache owns the buffers, the model's forward pass reads and
+// writes them through a KvView (model/kv_view.h). Its capacity is fixed at creation; it records its
+// shape and the identity of the model it was made for, so it is never used with another model or shape.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "model/llama.h"
+#include "model/kv_view.h"
 
 namespace smolvlm {
 
@@ -42,7 +43,8 @@ class KvCache {
   uint64_t model_identity() const { return identity_; }
   const KvShape& shape() const { return shape_; }
   int64_t capacity() const { return capacity_; }
-  KvStore store() { return KvStore{k_.get(), v_.get(), capacity_}; }
+  // The buffers as the model's forward pass takes them.
+  KvView view() { return KvView{k_.get(), v_.get(), capacity_}; }
 
  private:
   uint64_t identity_;

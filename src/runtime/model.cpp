@@ -5,30 +5,26 @@
 namespace smolvlm {
 
 std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
-  return std::make_unique<Model>(Checkpoint::open(dir));
+  ModelConfig config = load_model_config(dir);
+  std::unique_ptr<Checkpoint> checkpoint = open_checkpoint(config);
+  return std::make_unique<Model>(std::move(config), std::move(checkpoint));
 }
 
-Model::Model(std::unique_ptr<Checkpoint> checkpoint) : checkpoint_(std::move(checkpoint)) {
-  const ModelConfig& cfg = checkpoint_->config();
-  if (cfg.arch == Architecture::Idefics3) {
-    text_ = std::make_unique<LlamaModel>(*checkpoint_, "model.text_model.");
-    vision_ = std::make_unique<SiglipVision>(*checkpoint_);
-    connector_ = std::make_unique<Idefics3Connector>(*checkpoint_, vision_->patches_per_side(), vision_->hidden());
-  } else {
-    text_ = std::make_unique<LlamaModel>(*checkpoint_, "model.");
-  }
+Model::Model(ModelConfig config, std::unique_ptr<Checkpoint> checkpoint)
+    : config_(std::move(config)), checkpoint_(std::move(checkpoint)) {
+  components_ = config_.architecture->build(config_, model_spec(config_), *checkpoint_);
 }
 
 const SiglipVision& Model::vision() const {
-  if (!vision_)
-    throw unsupported(config().dir.string() + ": " + architecture_name(config().arch) +
+  if (!components_.vision)
+    throw unsupported(config_.dir.string() + ": " + config_.architecture_name() +
                       " has no vision tower (text-only model)");
-  return *vision_;
+  return *components_.vision;
 }
 
 const Idefics3Connector& Model::connector() const {
   vision();
-  return *connector_;
+  return *components_.connector;
 }
 
 }  // namespace smolvlm

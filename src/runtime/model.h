@@ -1,5 +1,5 @@
-// A loaded model: the checkpoint (mapped weights + configs) and the components bound to it. Loading
-// checks every tensor the components use; nothing is copied except small fp32 vectors.
+// A loaded model: its configs, the checkpoint (mapped weights) validated against the architecture's
+// spec, and the components the architecture binds to it. Nothing is copied except small fp32 vectors.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "model/connector.h"
 #include "model/llama.h"
+#include "model/registry.h"
 #include "model/siglip.h"
 
 namespace smolvlm {
@@ -15,23 +16,23 @@ namespace smolvlm {
 class Model {
  public:
   static std::unique_ptr<Model> load(const std::filesystem::path& dir);
-  explicit Model(std::unique_ptr<Checkpoint> checkpoint);
+  // `checkpoint` must have passed open_checkpoint(config)'s validation.
+  Model(ModelConfig config, std::unique_ptr<Checkpoint> checkpoint);
 
   const Checkpoint& checkpoint() const { return *checkpoint_; }
-  const ModelConfig& config() const { return checkpoint_->config(); }
+  const ModelConfig& config() const { return config_; }
   uint64_t identity() const { return checkpoint_->identity(); }
-  const LlamaModel& text() const { return *text_; }
+  const LlamaModel& text() const { return *components_.text; }
 
-  bool has_vision() const { return vision_ != nullptr; }
+  bool has_vision() const { return components_.vision != nullptr; }
   // Error(Unsupported) for a text-only model.
   const SiglipVision& vision() const;
   const Idefics3Connector& connector() const;
 
  private:
+  ModelConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;
-  std::unique_ptr<LlamaModel> text_;
-  std::unique_ptr<SiglipVision> vision_;
-  std::unique_ptr<Idefics3Connector> connector_;
+  ModelComponents components_;
 };
 
 }  // namespace smolvlm

@@ -44,13 +44,13 @@ std::vector<const ImageInput*> images_of(const PromptInput& input) {
 
 // Whether the architecture has a vision tower (known from the config alone: prompts can be
 // rendered without the weights).
-bool takes_images(const ModelConfig& cfg) { return cfg.arch == Architecture::Idefics3; }
+bool takes_images(const ModelConfig& cfg) { return cfg.image_text() != nullptr; }
 
 void check_input(const ModelConfig& cfg, const PromptInput& input, size_t n_images) {
   if (input.raw && !input.messages.empty()) throw bad_input("a request takes chat messages or a raw prompt, not both");
   if (!input.raw && input.messages.empty()) throw bad_input("the request has no messages and no prompt");
   if (n_images > 0 && !takes_images(cfg))
-    throw unsupported(cfg.dir.string() + ": " + architecture_name(cfg.arch) + " is a text-only model; it takes no images");
+    throw unsupported(cfg.dir.string() + ": " + cfg.architecture_name() + " is a text-only model; it takes no images");
   if (n_images > 0 && !cfg.image_processor) throw bad_input(cfg.dir.string() + ": preprocessor_config.json is missing");
 }
 
@@ -85,7 +85,7 @@ PreparedImages prepare_images(const ModelConfig& cfg, const std::vector<const Im
                               std::optional<bool> split, ThreadPool& pool, bool keep_pixels) {
   PreparedImages out;
   if (images.empty()) return out;
-  const int64_t S = cfg.vision.image_size;
+  const int64_t S = cfg.image_text()->vision.image_size;
   const ScopedResizeThreads resize_threads(pool.size());  // no more threads than the request was given
   for (const ImageInput* image : images) {
     PreprocessedImage p = preprocess_one(*image, *cfg.image_processor, split);
@@ -126,10 +126,11 @@ BuiltPrompt build_prompt(const ModelConfig& cfg, const TextAssets& assets, const
     built.text = *input.raw;
     built.input_ids = assets.tokenizer().encode(*input.raw, /*add_special_tokens=*/true);
   } else if (takes_images(cfg)) {
-    if (assets.image_seq_len() && *assets.image_seq_len() != cfg.image_tokens_per_tile())
+    const int64_t per_tile = cfg.image_text()->image_tokens_per_tile();
+    if (assets.image_seq_len() && *assets.image_seq_len() != per_tile)
       throw bad_input(cfg.dir.string() + ": processor_config.json image_seq_len " +
                       std::to_string(*assets.image_seq_len()) + " does not match the model's " +
-                      std::to_string(cfg.image_tokens_per_tile()) + " image tokens per tile");
+                      std::to_string(per_tile) + " image tokens per tile");
     built = build_vlm_chat_prompt(assets, template_messages(cfg, input.messages), grids);
   } else {
     built = build_chat_prompt(assets, template_messages(cfg, input.messages));
@@ -149,11 +150,11 @@ std::string ImageInput::name() const {
   return "image";
 }
 
-const char* role_name(Role r) {
+const char* role_name(ChatRole r) {
   switch (r) {
-    case Role::System: return "system";
-    case Role::User: return "user";
-    case Role::Assistant: return "assistant";
+    case ChatRole::System: return "system";
+    case ChatRole::User: return "user";
+    case ChatRole::Assistant: return "assistant";
   }
   return "user";
 }
@@ -196,7 +197,7 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
   out.timings.preprocess += seconds_since(t0);
   out.image_tiles = images.tiles;
   if (images.tiles == 0) {
-    if (model.has_vision() && std::count(out.ids.begin(), out.ids.end(), model.config().image_token_id) > 0)
+    if (takes_images(cfg) && std::count(out.ids.begin(), out.ids.end(), cfg.image_text()->image_token_id) > 0)
       throw bad_input("the prompt holds image tokens but no image was given");
     return out;
   }

@@ -36,11 +36,11 @@ struct ContentPart {
   ImageInput image;
 };
 
-enum class Role { System, User, Assistant };
-const char* role_name(Role r);  // "system", "user", "assistant"
+enum class ChatRole { System, User, Assistant };
+const char* role_name(ChatRole r);  // "system", "user", "assistant"
 
 struct Message {
-  Role role = Role::User;
+  ChatRole role = ChatRole::User;
   std::vector<ContentPart> parts;
 };
 

@@ -62,7 +62,7 @@ void Session::ensure_buffers(int64_t rows) {
 }
 
 std::span<const float> Session::run(int64_t rows) {
-  model_.text().forward(x_.data(), rows, position_, cache_.store(), *scratch_, pool_, logits_.data());
+  model_.text().forward(x_.data(), rows, position_, cache_.view(), *scratch_, pool_, logits_.data());
   position_ += rows;
   return logits_;
 }

@@ -34,7 +34,7 @@ ImageFeatures encode_images(const Model& model, const float* pixel_values, int64
 
 std::vector<float> prompt_embeddings(const Model& model, std::span<const int64_t> ids, const ImageFeatures& features) {
   const int64_t H = model.text().hidden();
-  const int64_t image_token = model.config().image_token_id;
+  const int64_t image_token = model.config().as<Idefics3Config>().image_token_id;
   const int64_t n_image_tokens = std::count(ids.begin(), ids.end(), image_token);
   const int64_t n_feature_rows = features.image_hidden_states.empty()
                                      ? 0

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 namespace smolvlm::test {
@@ -65,6 +68,28 @@ inline void copy_model(const std::string& name, const std::filesystem::path& des
     if (e.path().filename() != "tokenizer.json")
       std::filesystem::copy_file(e.path(), dest / e.path().filename(),
                                std::filesystem::copy_options::overwrite_existing);
+}
+
+// Replaces the weights in `dir` by one model.safetensors holding the tensors of the `source` test model
+// (single file or shards) after `edit`.
+inline void rewrite_weights(const std::string& source, const std::filesystem::path& dir,
+                     const std::function<void(std::vector<TensorToWrite>&)>& edit) {
+  auto original = Checkpoint::open(data_dir() / "models" / source);
+  std::vector<TensorToWrite> tensors;
+  for (const auto& [name, t] : original->tensors()) tensors.push_back({t.name, t.dtype, t.shape, t.data, t.nbytes});
+  edit(tensors);
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (f.ends_with(".safetensors") || f == "model.safetensors.index.json") std::filesystem::remove(e.path());
+  }
+  write_safetensors(dir / "model.safetensors", tensors);
+}
+
+inline TensorToWrite* find_tensor(std::vector<TensorToWrite>& v, const std::string& name) {
+  for (auto& t : v)
+    if (t.name == name) return &t;
+  ADD_FAILURE() << "no tensor " << name;
+  return &v[0];
 }
 
 // Expects `f` to throw Error of `kind` whose message contains `fragment`.

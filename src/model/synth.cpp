@@ -1,4 +1,4 @@
-#include "io/synth.h"
+#include "model/synth.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/config.h"
 #include "io/file.h"
+#include "io/json_fields.h"
 #include "io/safetensors.h"
+#include "model/registry.h"
 
 namespace smolvlm {
 
@@ -37,8 +38,8 @@ uint64_t name_seed(uint64_t seed, const std::string& name) {
   return h;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+bool is_norm(Role r) {
+  return r == Role::AttentionNorm || r == Role::MlpNorm || r == Role::FinalNorm || r == Role::QNorm || r == Role::KNorm;
 }
 
 // Fills `out` with `count` values of `dtype`: mean + sigma * z, z a scaled sum of four 16-bit uniforms.
@@ -110,7 +111,7 @@ SynthResult synth_checkpoint(const std::filesystem::path& config_source, const s
     source_dir = config_source.parent_path().empty() ? std::filesystem::path(".") : config_source.parent_path();
   }
   if (!std::filesystem::exists(config_path, ec)) throw bad_input(config_path.string() + ": no such config file");
-  const std::string config_text = read_file(config_path, size_t(16) << 20);
+  const std::string config_text = read_file(config_path, kMaxConfigFileBytes);
   ModelConfig cfg = parse_model_config(config_text, config_path.string());
 
   std::filesystem::path out_dir = std::filesystem::absolute(out_dir_in).lexically_normal();
@@ -118,7 +119,7 @@ SynthResult synth_checkpoint(const std::filesystem::path& config_source, const s
   if (std::filesystem::exists(out_dir, ec)) {
     if (!std::filesystem::is_directory(out_dir, ec)) throw bad_input(out_dir.string() + ": exists and is not a folder");
     if (!folder_is_empty(out_dir) && !options.force)
-      throw bad_input(out_dir.string() + ": folder exists and is not empty (use --force to replace it)");
+      throw bad_input(out_dir.string() + ": folder exists and is not empty (replacing it must be asked for)");
   }
   std::filesystem::create_directories(out_dir.parent_path(), ec);
   if (ec) throw io_error(out_dir.parent_path().string() + ": cannot create: " + ec.message());
@@ -135,21 +136,22 @@ SynthResult synth_checkpoint(const std::filesystem::path& config_source, const s
   // The copied companions must be consistent with the config (e.g. processor image_seq_len).
   load_model_config(tmp.path());
 
-  std::vector<ExpectedTensor> expected = expected_tensors(cfg);
+  const ModelSpec spec = model_spec(cfg);
+  const std::vector<ExpectedTensor> expected = expected_tensors(spec);
   std::vector<TensorSpec> specs;
   for (const ExpectedTensor& e : expected) specs.push_back({e.name, options.dtype, e.shape});
   // No fsync: the folder rename below is what makes the result appear at once, and flushing half a
   // gigabyte of scratch weights would dominate the run time.
   auto fill = [&](size_t i, uint8_t* out, size_t nbytes) {
     const ExpectedTensor& e = expected[i];
-    bool norm_weight = e.shape.size() == 1 && ends_with(e.name, ".weight");
+    bool norm_weight = is_norm(e.role) && e.param == Param::Weight;
     fill_values(out, nbytes / dtype_size(options.dtype), options.dtype, norm_weight ? 1.0f : 0.0f,
                 name_seed(options.seed, e.name));
   };
   write_safetensors_streaming(tmp.path() / "model.safetensors", specs, fill, {{"format", "pt"}},
                               /*flush_to_disk=*/false);
   result.tensors = expected.size();
-  result.parameters = count_parameters(expected).total();
+  result.parameters = count_parameters(spec).total();
   result.weight_bytes = std::filesystem::file_size(tmp.path() / "model.safetensors");
 
   if (std::filesystem::exists(out_dir, ec)) {

@@ -1,4 +1,4 @@
-#include "io/synth.h"
+#include "model/synth.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "io/file.h"
 #include "io/safetensors.h"
-#include "io_test_util.h"
+#include "model/model_test_util.h"
 
 namespace smolvlm {
 namespace {
@@ -29,8 +29,8 @@ TEST(Synth, TinyCheckpointHasHfTableAndCopiesCompanionFiles) {
   SynthResult r = synth_checkpoint(model_dir("smolvlm-tiny"), scratch / "out", {});
   EXPECT_EQ(r.tensors, 59u);
   EXPECT_EQ(r.parameters, 6444528);
-  auto synth = Checkpoint::open(scratch / "out");
-  auto real = Checkpoint::open(model_dir("smolvlm-tiny"));
+  auto synth = test::open_validated(scratch / "out");
+  auto real = test::open_validated(model_dir("smolvlm-tiny"));
   ASSERT_EQ(synth->tensors().size(), real->tensors().size());
   for (const auto& [name, t] : real->tensors()) {
     const TensorView& s = synth->tensor(name);
@@ -68,9 +68,9 @@ TEST(Synth, SeedDeterminesValuesAndDtypeIsHonoured) {
   synth_checkpoint(model_dir("llama-tiny"), scratch / "b", opt);
   opt.seed = 8;
   synth_checkpoint(model_dir("llama-tiny"), scratch / "c", opt);
-  auto a = Checkpoint::open(scratch / "a");
-  auto b = Checkpoint::open(scratch / "b");
-  auto c = Checkpoint::open(scratch / "c");
+  auto a = test::open_validated(scratch / "a");
+  auto b = test::open_validated(scratch / "b");
+  auto c = test::open_validated(scratch / "c");
   const TensorView& ta = a->tensor("model.layers.1.mlp.down_proj.weight");
   EXPECT_EQ(ta.dtype, DType::F32);
   EXPECT_EQ(std::memcmp(ta.data, b->tensor(ta.name).data, ta.nbytes), 0);
@@ -80,7 +80,7 @@ TEST(Synth, SeedDeterminesValuesAndDtypeIsHonoured) {
 
   opt.dtype = DType::F16;
   synth_checkpoint(model_dir("smolvlm-tiny-tied"), scratch / "f16", opt);
-  auto h = Checkpoint::open(scratch / "f16");
+  auto h = test::open_validated(scratch / "f16");
   for (const auto& [name, t] : h->tensors()) EXPECT_EQ(t.dtype, DType::F16) << name;
   EXPECT_EQ(h->find("lm_head.weight"), nullptr);
 }
@@ -90,13 +90,13 @@ TEST(Synth, RefusesNonEmptyOutputUnlessForced) {
   std::filesystem::create_directories(scratch / "out");
   test::write_bytes(scratch / "out" / "keep.txt", "x");
   expect_error([&] { synth_checkpoint(model_dir("llama-tiny"), scratch / "out", {}); }, ErrorKind::BadInput,
-               "folder exists and is not empty (use --force");
+               "folder exists and is not empty (replacing it must be asked for)");
   EXPECT_TRUE(std::filesystem::exists(scratch / "out" / "keep.txt"));
   SynthOptions opt;
   opt.force = true;
   synth_checkpoint(model_dir("llama-tiny"), scratch / "out", opt);
   EXPECT_FALSE(std::filesystem::exists(scratch / "out" / "keep.txt"));
-  EXPECT_NO_THROW(Checkpoint::open(scratch / "out"));
+  EXPECT_NO_THROW(test::open_validated(scratch / "out"));
   EXPECT_EQ(entries_in(scratch.path()), 1u);
   // An existing empty folder is simply filled.
   std::filesystem::create_directories(scratch / "empty");
@@ -135,10 +135,10 @@ TEST(SynthCli, WritesAndInfoReadsBack) {
   EXPECT_NE(r.out.find("--dtype: q4 not in {bf16,f16,f32}"), std::string::npos) << r.out;
 }
 
-// The real SmolVLM-256M shapes (513 MB): run by the `io_synth_real_size` integration test, which sets
-// SMOLVLM_IO_FULL_SYNTH; skipped in the unit run to keep it fast.
+// The real SmolVLM-256M shapes (513 MB): run by the `model_synth_real_size` integration test, which sets
+// SMOLVLM_FULL_SYNTH; skipped in the unit run to keep it fast.
 TEST(SynthFull, RealConfigMatchesHfTensorTableAndCounts) {
-  if (!std::getenv("SMOLVLM_IO_FULL_SYNTH")) GTEST_SKIP() << "set SMOLVLM_IO_FULL_SYNTH=1 (integration test)";
+  if (!std::getenv("SMOLVLM_FULL_SYNTH")) GTEST_SKIP() << "set SMOLVLM_FULL_SYNTH=1 (integration test)";
   test::ScratchDir scratch("synth_real");
   auto r = test::run_cli("synth --config '" + model_dir("smolvlm-256m-instruct").string() + "' --out '" +
                          (scratch / "real").string() + "'");

@@ -1,5 +1,5 @@
-// Random-weight checkpoints in HF layout for any supported config: the same tensor names and shapes
-// HF creates, small random values that keep a forward pass finite. Used to test and benchmark at
+// Random-weight checkpoints in HF layout for any supported config: exactly the tensors of the
+// architecture's spec (model/spec.h), with HF's names and shapes, small random values that keep a forward pass finite. Used to test and benchmark at
 // real model sizes without downloading weights.
 #pragma once
 
