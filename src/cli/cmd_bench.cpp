@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ceilings/ceilings.h"
+#include "ceilings/measure.h"
 #include "cli/command.h"
 
 namespace smolvlm::cli {

@@ -1,4 +1,4 @@
-#include "ceilings/ceilings.h"
+#include "ceilings/measure.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
 
