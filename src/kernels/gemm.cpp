@@ -157,9 +157,9 @@ void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const
   linear_blocked(kern, pack_input(kern, x, M, w.cols, pool), M, w, bias, y, pool);
 }
 
-// The ISA kernels of the active path; null on the scalar path.
-const gemm::GemmKernels* simd_kernels() {
-  switch (active_kernel_path()) {
+// The ISA kernels of a path; null on the scalar path.
+const gemm::GemmKernels* simd_kernels(KernelPath path) {
+  switch (path) {
     case KernelPath::Avx512: return &gemm::gemm_kernels_avx512();
     case KernelPath::Avx2: return &gemm::gemm_kernels_avx2();
     case KernelPath::Scalar: break;
@@ -250,7 +250,7 @@ void PackedWeight::pack_transposed(const float* src, int64_t rows, int64_t cols,
 
 void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
   check_pack(src, rows, cols, ld, transposed ? rows : cols);
-  const gemm::GemmKernels* kern = simd_kernels();
+  const gemm::GemmKernels* kern = simd_kernels(active_kernel_path());
   const PanelLayout layout(kern, rows, cols);
   float* dst = data_.get(layout.size());
   if (transposed)
@@ -268,7 +268,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
                     std::to_string(w.rows_) + ", K " + std::to_string(K) + " of " + std::to_string(w.cols_) +
                     ", ldx " + std::to_string(ldx) + ", ldy " + std::to_string(ldy) + ")");
   if (M == 0 || N == 0) return;
-  const gemm::GemmKernels* kern = simd_kernels();
+  const gemm::GemmKernels* kern = simd_kernels(active_kernel_path());
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
   if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
@@ -298,7 +298,7 @@ void linear_reference(const float* x, int64_t M, const WeightRef& w, const float
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
-  const gemm::GemmKernels* kern = simd_kernels();
+  const gemm::GemmKernels* kern = simd_kernels(pool.task_kernel_path());
   int64_t total = 0;
   for (const LinearOutput& o : outputs) {
     check_arguments(x, M, o.w, o.y);
@@ -337,7 +337,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  if (const gemm::GemmKernels* kern = simd_kernels())
+  if (const gemm::GemmKernels* kern = simd_kernels(pool.task_kernel_path()))
     linear_simd(*kern, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
     pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, K, bias, y, N, n0, n1); });

@@ -9,7 +9,10 @@ namespace smolvlm {
 
 namespace {
 
+// The AVX2 loops run on every vector path (avx2, avx512). Ops given a pool follow the pool's task
+// path (kernels/thread_pool.h); the others run on the calling thread's.
 bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
+bool use_avx2(const ThreadPool& pool) { return pool.task_kernel_path() != KernelPath::Scalar; }
 
 void rms_norm_row(const float* x, int64_t dim, const float* weight, float eps, float* y) {
   double sum_sq = 0.0;
@@ -40,7 +43,7 @@ int64_t row_grain(int64_t dim) { return std::max<int64_t>(1, kElementGrain / std
 
 void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
                 float* y, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (avx2)
@@ -53,7 +56,7 @@ void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, 
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y,
               ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (avx2)
@@ -65,7 +68,7 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, fl
 }
 
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::gelu_tanh_avx2(x + i0, i1 - i0);
     const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
@@ -79,7 +82,7 @@ void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
 }
 
 void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::silu_mul_avx2(gate + i0, up + i0, i1 - i0);
     for (int64_t i = i0; i < i1; ++i) {
@@ -90,7 +93,7 @@ void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool) {
 }
 
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::add_inplace_avx2(y + i0, x + i0, i1 - i0);
     for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
