@@ -16,25 +16,27 @@ namespace {
 // Converts the first K elements of row n of the weight to fp32.
 void weight_row(const WeightRef& w, int64_t n, int64_t K, float* out) {
   const int64_t row = n * w.cols;
-  switch (w.dtype) {
-    case DType::F32: {
+  switch (w.format) {
+    case WeightFormat::F32: {
       const float* p = static_cast<const float*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = p[k];
-      break;
+      return;
     }
-    case DType::BF16: {
+    case WeightFormat::BF16: {
       const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(p[k]);
-      break;
+      return;
     }
-    case DType::F16: {
+    case WeightFormat::F16: {
       const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = f16_to_f32(p[k]);
-      break;
+      return;
     }
-    default:
-      throw internal_error("linear: unchecked weight dtype");
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4: break;
   }
+  gemm::refuse_weight_format(w.format);
 }
 
 // Columns [n0, n1) of y (rows ldy floats apart) for x's M rows (ldx floats apart), over the first K
@@ -54,9 +56,15 @@ void linear_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int
 }
 
 void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
-  if (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16)
-    throw unsupported(std::string("linear: weight dtype ") + dtype_name(w.dtype) +
-                      " is not supported (expected F32, F16 or BF16)");
+  switch (w.format) {
+    case WeightFormat::F32:
+    case WeightFormat::F16:
+    case WeightFormat::BF16: break;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4:
+    default: gemm::refuse_weight_format(w.format);
+  }
   if (M < 0 || w.rows < 0 || w.cols < 0)
     throw bad_input("linear: negative shape (M=" + std::to_string(M) + ", weight " + std::to_string(w.rows) +
                     "x" + std::to_string(w.cols) + ")");
@@ -169,6 +177,39 @@ const gemm::GemmKernels* simd_kernels(KernelPath path) {
 
 }  // namespace
 
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return "F32";
+    case WeightFormat::F16: return "F16";
+    case WeightFormat::BF16: return "BF16";
+    case WeightFormat::Q8: return "Q8";
+    case WeightFormat::Q4: return "Q4";
+    case WeightFormat::Lut4: return "LUT4";
+  }
+  return "?";
+}
+
+bool weight_format_is_quantized(WeightFormat f) {
+  return f == WeightFormat::Q8 || f == WeightFormat::Q4 || f == WeightFormat::Lut4;
+}
+
+WeightFormat dense_weight_format(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return WeightFormat::F32;
+    case DType::F16: return WeightFormat::F16;
+    case DType::BF16: return WeightFormat::BF16;
+    default:
+      throw unsupported(std::string("weight dtype ") + dtype_name(dtype) +
+                        " has no weight format (expected F32, F16 or BF16)");
+  }
+}
+
+void gemm::refuse_weight_format(WeightFormat format) {
+  if (weight_format_is_quantized(format))
+    throw unsupported(std::string("linear: no kernel for weight format ") + weight_format_name(format) + " yet");
+  throw unsupported("linear: unknown weight format " + std::to_string(static_cast<int>(format)));
+}
+
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }
 
 float* AlignedBuffer::get(size_t count) {
@@ -202,7 +243,7 @@ void pack_rows(const PanelLayout& l, const float* src, int64_t ld, float* dst) {
     for (int64_t n = 0; n < l.rows; ++n) std::copy_n(src + n * ld, l.cols, dst + n * l.cols);
     return;
   }
-  const WeightRef w{src, DType::F32, l.rows, ld};
+  const WeightRef w{src, WeightFormat::F32, l.rows, ld};
   for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc)
     l.kern->pack_b(w, 0, l.n_pad / l.kern->nr, k0, std::min<int64_t>(l.kern->kc, l.cols - k0), dst + k0 * l.n_pad);
 }
@@ -272,7 +313,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
   if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
-    linear_rows(x, ldx, M, WeightRef{w.data_.data(), DType::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
+    linear_rows(x, ldx, M, WeightRef{w.data_.data(), WeightFormat::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;

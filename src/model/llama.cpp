@@ -68,7 +68,7 @@ LlamaModel::LlamaModel(const Checkpoint& ckpt, const std::string& prefix) : cfg_
   final_norm_ = vector_f32(ckpt, prefix + "norm.weight", H);
   // HF ties lm_head to the input embeddings per the flag its architecture reads (ModelConfig).
   if (ckpt.config().tie_word_embeddings)
-    lm_head_ = WeightRef{embed_->data, embed_->dtype, cfg_.vocab_size, H};
+    lm_head_ = WeightRef{embed_->data, dense_weight_format(embed_->dtype), cfg_.vocab_size, H};
   else
     lm_head_ = matrix(ckpt, "lm_head.weight", cfg_.vocab_size, H);
   inv_freq_.resize(static_cast<size_t>(D / 2));

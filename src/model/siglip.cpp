@@ -37,7 +37,7 @@ SiglipVision::SiglipVision(const Checkpoint& ckpt) {
   const TensorView& conv =
       expect_tensor(ckpt, kPrefix + "embeddings.patch_embedding.weight", {hidden_, channels_, patch_, patch_});
   // The conv kernel [hidden, C, p, p] is, flattened, the [hidden, C·p·p] matrix of a linear layer.
-  patch_w_ = WeightRef{conv.data, conv.dtype, hidden_, patch_len};
+  patch_w_ = WeightRef{conv.data, dense_weight_format(conv.dtype), hidden_, patch_len};
   patch_b_ = vector_f32(ckpt, kPrefix + "embeddings.patch_embedding.bias", hidden_);
   const TensorView& position =
       expect_tensor(ckpt, kPrefix + "embeddings.position_embedding.weight", {num_patches(), hidden_});

@@ -39,7 +39,7 @@ const TensorView& expect_tensor(const Checkpoint& ckpt, const std::string& name,
 
 WeightRef matrix(const Checkpoint& ckpt, const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = expect_tensor(ckpt, name, {rows, cols});
-  return WeightRef{t.data, t.dtype, rows, cols};
+  return WeightRef{t.data, dense_weight_format(t.dtype), rows, cols};
 }
 
 std::vector<float> vector_f32(const Checkpoint& ckpt, const std::string& name, int64_t n) {

@@ -44,7 +44,7 @@ TestWeight make_weight(DType dt, int64_t N, int64_t K, std::mt19937& rng) {
   if (dt == DType::F32) {
     t.f32.resize(t.values.size());
     for (size_t i = 0; i < t.values.size(); ++i) t.f32[i] = t.values[i] = dist(rng);
-    t.ref = {t.f32.data(), dt, N, K};
+    t.ref = {t.f32.data(), dense_weight_format(dt), N, K};
   } else {
     t.half.resize(t.values.size());
     for (size_t i = 0; i < t.values.size(); ++i) {
@@ -52,7 +52,7 @@ TestWeight make_weight(DType dt, int64_t N, int64_t K, std::mt19937& rng) {
       t.half[i] = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
       t.values[i] = dt == DType::BF16 ? bf16_to_f32(t.half[i]) : f16_to_f32(t.half[i]);
     }
-    t.ref = {t.half.data(), dt, N, K};
+    t.ref = {t.half.data(), dense_weight_format(dt), N, K};
   }
   return t;
 }
@@ -177,10 +177,10 @@ TEST_P(LinearPathTest, EmptyKGivesBias) {
   float y[6] = {};
   const float x_dummy = 0;
   const float w_dummy = 0;
-  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, bias, y, pool);
+  linear(&x_dummy, 2, WeightRef{&w_dummy, WeightFormat::F32, 3, 0}, bias, y, pool);
   for (int m = 0; m < 2; ++m)
     for (int n = 0; n < 3; ++n) EXPECT_EQ(y[m * 3 + n], bias[n]);
-  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, nullptr, y, pool);
+  linear(&x_dummy, 2, WeightRef{&w_dummy, WeightFormat::F32, 3, 0}, nullptr, y, pool);
   for (float v : y) EXPECT_EQ(v, 0.f);
 }
 
@@ -235,7 +235,7 @@ TEST_P(LinearPathTest, PackedWeightGivesTheBitsOfLinear) {
       for (int64_t m = 0; m < s.M; ++m)
         for (int64_t k = 0; k < K; ++k) x[m * K + k] = x_strided[m * ldx + k];
       std::vector<float> expected(size_t(s.M * N));
-      linear(x.data(), s.M, WeightRef{w.data(), DType::F32, N, K}, nullptr, expected.data(), pool);
+      linear(x.data(), s.M, WeightRef{w.data(), WeightFormat::F32, N, K}, nullptr, expected.data(), pool);
 
       PackedWeight rows, cols;
       rows.pack(w_strided.data(), s.N, s.K, ldw);
@@ -289,7 +289,7 @@ TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
   ThreadPool pool(1);
   const float x[8] = {}, w[16] = {};
   float y1[2], y2[2];
-  const LinearOutput outs[] = {{WeightRef{w, DType::F32, 2, 4}, nullptr, y1}, {WeightRef{w, DType::F32, 2, 3}, nullptr, y2}};
+  const LinearOutput outs[] = {{WeightRef{w, WeightFormat::F32, 2, 4}, nullptr, y1}, {WeightRef{w, WeightFormat::F32, 2, 3}, nullptr, y2}};
   EXPECT_THROW(linear_shared_input(x, 1, outs, pool), Error);
 }
 
@@ -322,7 +322,7 @@ TEST(Linear, RejectsBadArguments) {
   float x[4] = {}, y[4] = {};
   int32_t wi[4] = {};
   try {
-    linear(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y, pool);
+    linear(x, 1, WeightRef{wi, dense_weight_format(DType::I32), 2, 2}, nullptr, y, pool);
     FAIL() << "I32 weight accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
@@ -337,16 +337,59 @@ TEST(Linear, RejectsBadArguments) {
     }
     return ErrorKind::Internal;
   };
-  EXPECT_EQ(kind_of([&] { linear(x, -1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, -2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{nullptr, DType::F32, 2, 2}, nullptr, y, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(x, -1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, WeightFormat::F32, -2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{nullptr, WeightFormat::F32, 2, 2}, nullptr, y, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(nullptr, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(nullptr, 1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, y, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, nullptr, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, nullptr, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear_reference(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y); }),
+  EXPECT_EQ(kind_of([&] { linear_reference(x, 1, WeightRef{wi, dense_weight_format(DType::I32), 2, 2}, nullptr, y); }),
             ErrorKind::Unsupported);
+}
+
+// The Unsupported error's message of f(), or "" when f() does not throw one.
+template <typename F>
+std::string unsupported_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unsupported) return e.what();
+  }
+  return "";
+}
+
+TEST(Linear, RefusesWeightFormatsWithoutAKernel) {
+  // Quantized formats are described (WeightRef::quant) but have no kernel yet; an unknown format
+  // value must not be read as fp32. Every path and every entry point refuses them by name.
+  ThreadPool pool(2);
+  float x[64] = {}, y[64] = {}, bias[8] = {};
+  const uint8_t codes[64] = {};
+  const uint16_t params[64] = {};
+  for (KernelPath p : supported_kernel_paths()) {
+    const ScopedKernelPath scope(p);
+    for (int64_t M : {1, 8}) {  // the GEMV and the blocked path
+      SCOPED_TRACE(std::string(kernel_path_name(p)) + " M=" + std::to_string(M));
+      for (WeightFormat f : {WeightFormat::Q8, WeightFormat::Q4, WeightFormat::Lut4}) {
+        WeightRef w{codes, f, 8, 8};
+        w.quant = QuantBlocks{8, 1, params, nullptr, params, params};
+        const std::string want = std::string("no kernel for weight format ") + weight_format_name(f) + " yet";
+        EXPECT_NE(unsupported_message([&] { linear(x, M, w, bias, y, pool); }).find(want), std::string::npos) << want;
+        EXPECT_NE(unsupported_message([&] { linear_reference(x, M, w, bias, y); }).find(want), std::string::npos);
+        const LinearOutput outs[] = {{WeightRef{x, WeightFormat::F32, 8, 8}, nullptr, y}, {w, nullptr, y}};
+        EXPECT_NE(unsupported_message([&] { linear_shared_input(x, M, outs, pool); }).find(want), std::string::npos);
+      }
+      const WeightRef unknown{x, static_cast<WeightFormat>(77), 8, 8};
+      EXPECT_NE(unsupported_message([&] { linear(x, M, unknown, nullptr, y, pool); }).find("unknown weight format 77"),
+                std::string::npos);
+    }
+  }
+  EXPECT_STREQ(weight_format_name(WeightFormat::Lut4), "LUT4");
+  EXPECT_TRUE(weight_format_is_quantized(WeightFormat::Q4));
+  EXPECT_FALSE(weight_format_is_quantized(WeightFormat::BF16));
+  EXPECT_EQ(dense_weight_format(DType::BF16), WeightFormat::BF16);
+  EXPECT_NE(unsupported_message([] { dense_weight_format(DType::I8); }).find("I8"), std::string::npos);
 }
 
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {

@@ -98,7 +98,7 @@ TEST(ThreadPoolKernelPath, APoolWithAPathRunsEverythingOnIt) {
   std::vector<float> x(size_t(M * K)), w(size_t(N * K)), y(size_t(M * N)), scalar(y.size()), vec(y.size());
   for (float& v : x) v = d(rng);
   for (float& v : w) v = d(rng);
-  const WeightRef ref{w.data(), DType::F32, N, K};
+  const WeightRef ref{w.data(), WeightFormat::F32, N, K};
   ThreadPool plain(2);
   linear(x.data(), M, ref, nullptr, vec.data(), plain);
   linear(x.data(), M, ref, nullptr, y.data(), scalar_pool);
@@ -122,7 +122,7 @@ TEST(ThreadPoolKernelPath, TwoThreadsOnDifferentPathsGetTheirOwnBits) {
     std::vector<float> x(size_t(M * K)), w(size_t(N * K));
     for (float& v : x) v = d(rng);
     for (float& v : w) v = d(rng);
-    const WeightRef ref{w.data(), DType::F32, N, K};
+    const WeightRef ref{w.data(), WeightFormat::F32, N, K};
     std::vector<float> expected[2];
     for (int i = 0; i < 2; ++i) {
       const ScopedKernelPath scope(paths[i]);
