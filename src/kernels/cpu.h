@@ -41,8 +41,10 @@ class ScopedKernelPath {
   int previous_;  // the thread's override before this scope (-1: none)
 };
 
-// Test hook: while on, linear() returns a slightly wrong result (as a miscompiled or broken kernel
-// would), so tests can see `smolvlm check` catch a bad kernel path. Off unless a test turns it on.
+// Test hook: while on, the matrix products (linear(), linear_packed()) run deliberately broken
+// kernels that return slightly wrong results (as a miscompiled kernel would), so tests can see
+// `smolvlm check` catch a bad kernel path. Off unless a test turns it on; read only where the
+// products choose their kernels.
 void set_kernel_fault_injection(bool on);
 bool kernel_fault_injection();
 

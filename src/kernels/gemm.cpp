@@ -165,14 +165,63 @@ void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const
   linear_blocked(kern, pack_input(kern, x, M, w.cols, pool), M, w, bias, y, pool);
 }
 
-// The ISA kernels of a path; null on the scalar path.
-const gemm::GemmKernels* simd_kernels(KernelPath path) {
-  switch (path) {
-    case KernelPath::Avx512: return &gemm::gemm_kernels_avx512();
-    case KernelPath::Avx2: return &gemm::gemm_kernels_avx2();
-    case KernelPath::Scalar: break;
+// What the products run on one kernel path: the ISA kernels (null on the scalar path, which sums
+// each element with `rows`).
+struct PathKernels {
+  const gemm::GemmKernels* simd;
+  void (*rows)(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int64_t K, const float* bias, float* y,
+               int64_t ldy, int64_t n0, int64_t n1);
+};
+
+// The kernels of each path, by KernelPath value. Only addresses: no other file's tables are read.
+const PathKernels kPathKernels[] = {
+    {nullptr, linear_rows}, {&gemm::gemm_kernels_avx2(), linear_rows}, {&gemm::gemm_kernels_avx512(), linear_rows}};
+
+// The deliberately broken kernels of set_kernel_fault_injection(): each adds kFault to the first
+// element it writes, as a miscompiled kernel might. The hook is read only where a path's kernels are
+// chosen (path_kernels), never inside the products.
+constexpr float kFault = 1e-3f;
+
+void faulty_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int64_t K, const float* bias, float* y,
+                 int64_t ldy, int64_t n0, int64_t n1) {
+  linear_rows(x, ldx, M, w, K, bias, y, ldy, n0, n1);
+  if (M > 0 && n0 < n1) y[n0] += kFault;
+}
+
+template <const gemm::GemmKernels& (*Real)()>
+struct FaultyKernels {
+  static void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride,
+                    int64_t n_valid, int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+    Real().macro(packed_a, mc, packed_b, b_panel_stride, n_valid, kc, y, ldy, accumulate, bias);
+    if (mc > 0 && n_valid > 0) y[0] += kFault;
   }
-  return nullptr;
+  static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                   int64_t n1) {
+    Real().gemv(x, M, w, bias, y, n0, n1);
+    if (M > 0 && n0 < n1) y[n0] += kFault;
+  }
+  // Built on first use, once the real table (another file's static) surely exists.
+  static const gemm::GemmKernels* table() {
+    static const gemm::GemmKernels t = [] {
+      gemm::GemmKernels k = Real();
+      k.macro = macro;
+      k.gemv = gemv;
+      return k;
+    }();
+    return &t;
+  }
+};
+
+const PathKernels& faulty_path_kernels(KernelPath path) {
+  static const PathKernels faulty[] = {{nullptr, faulty_rows},
+                                       {FaultyKernels<gemm::gemm_kernels_avx2>::table(), faulty_rows},
+                                       {FaultyKernels<gemm::gemm_kernels_avx512>::table(), faulty_rows}};
+  return faulty[static_cast<int>(path)];
+}
+
+const PathKernels& path_kernels(KernelPath path) {
+  if (kernel_fault_injection()) return faulty_path_kernels(path);
+  return kPathKernels[static_cast<int>(path)];
 }
 
 }  // namespace
@@ -291,7 +340,7 @@ void PackedWeight::pack_transposed(const float* src, int64_t rows, int64_t cols,
 
 void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
   check_pack(src, rows, cols, ld, transposed ? rows : cols);
-  const gemm::GemmKernels* kern = simd_kernels(active_kernel_path());
+  const gemm::GemmKernels* kern = path_kernels(active_kernel_path()).simd;
   const PanelLayout layout(kern, rows, cols);
   float* dst = data_.get(layout.size());
   if (transposed)
@@ -309,11 +358,12 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
                     std::to_string(w.rows_) + ", K " + std::to_string(K) + " of " + std::to_string(w.cols_) +
                     ", ldx " + std::to_string(ldx) + ", ldy " + std::to_string(ldy) + ")");
   if (M == 0 || N == 0) return;
-  const gemm::GemmKernels* kern = simd_kernels(active_kernel_path());
+  const PathKernels& path = path_kernels(active_kernel_path());
+  const gemm::GemmKernels* kern = path.simd;
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
   if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
-    linear_rows(x, ldx, M, WeightRef{w.data_.data(), WeightFormat::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
+    path.rows(x, ldx, M, WeightRef{w.data_.data(), WeightFormat::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
@@ -330,7 +380,6 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
       kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, panel_stride,
                   N, kc, y + ic * ldy, ldy, k0 > 0, nullptr);
   }
-  if (kernel_fault_injection()) y[0] += 1e-3f;
 }
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
@@ -339,7 +388,7 @@ void linear_reference(const float* x, int64_t M, const WeightRef& w, const float
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
-  const gemm::GemmKernels* kern = simd_kernels(pool.task_kernel_path());
+  const gemm::GemmKernels* kern = path_kernels(pool.task_kernel_path()).simd;
   int64_t total = 0;
   for (const LinearOutput& o : outputs) {
     check_arguments(x, M, o.w, o.y);
@@ -348,7 +397,7 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
                       std::to_string(o.w.cols) + " and " + std::to_string(outputs[0].w.cols) + ")");
     total += o.w.rows;
   }
-  if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0 || kernel_fault_injection()) {
+  if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0) {
     for (const LinearOutput& o : outputs) linear(x, M, o.w, o.bias, o.y, pool);
     return;
   }
@@ -378,11 +427,11 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  if (const gemm::GemmKernels* kern = simd_kernels(pool.task_kernel_path()))
-    linear_simd(*kern, x, M, w, bias, y, pool);
+  const PathKernels& path = path_kernels(pool.task_kernel_path());
+  if (path.simd)
+    linear_simd(*path.simd, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
-    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, K, bias, y, N, n0, n1); });
-  if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
+    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { path.rows(x, K, M, w, K, bias, y, N, n0, n1); });
 }
 
 }  // namespace smolvlm

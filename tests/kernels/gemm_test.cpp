@@ -392,6 +392,47 @@ TEST(Linear, RefusesWeightFormatsWithoutAKernel) {
   EXPECT_NE(unsupported_message([] { dense_weight_format(DType::I8); }).find("I8"), std::string::npos);
 }
 
+TEST(Linear, FaultInjectionBreaksEveryProductOnEveryPath) {
+  // The hook behind `smolvlm check`'s broken-kernel test: while on, every product (GEMV, blocked,
+  // shared input, packed) is off by a little on every path; once off, the bits are back.
+  std::mt19937 rng(21);
+  ThreadPool pool(2);
+  const int64_t N = 40, K = 64;
+  TestWeight w = make_weight(DType::F32, N, K, rng);
+  const std::vector<float> x = random_vector(size_t(20 * K), rng);
+  PackedWeight packed;
+  for (KernelPath p : supported_kernel_paths()) {
+    const ScopedKernelPath scope(p);
+    packed.pack(w.values.data(), N, K, K);
+    auto products = [&] {
+      std::vector<float> out;
+      for (int64_t M : {1, 20}) {
+        std::vector<float> y(size_t(M * N)), y2(y.size()), y3(y.size());
+        linear(x.data(), M, w.ref, nullptr, y.data(), pool);
+        const LinearOutput outs[] = {{w.ref, nullptr, y2.data()}};
+        linear_shared_input(x.data(), M, outs, pool);
+        linear_packed(x.data(), M, K, packed, N, K, y3.data(), N);
+        out.insert(out.end(), y.begin(), y.end());
+        out.insert(out.end(), y2.begin(), y2.end());
+        out.insert(out.end(), y3.begin(), y3.end());
+      }
+      return out;
+    };
+    const std::vector<float> good = products();
+    set_kernel_fault_injection(true);
+    const std::vector<float> bad = products();
+    set_kernel_fault_injection(false);
+    EXPECT_TRUE(bitwise_equal(products(), good)) << kernel_path_name(p);
+    // Each of the six products is wrong in its first element.
+    const size_t sizes[] = {size_t(N), size_t(N), size_t(N), size_t(20 * N), size_t(20 * N), size_t(20 * N)};
+    size_t at = 0;
+    for (size_t part = 0; part < 6; ++part) {
+      EXPECT_NEAR(bad[at] - good[at], 1e-3f, 1e-4f) << kernel_path_name(p) << " product " << part;
+      at += sizes[part];
+    }
+  }
+}
+
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {
   for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
     if (kernel_path_supported(p)) {
