@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -262,14 +263,15 @@ TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
   const std::vector<float> w(64, 1.f), x(64, 1.f);
   std::vector<float> y(64);
   PackedWeight pw;
-  set_kernel_path(KernelPath::Scalar);
+  std::optional<ScopedKernelPath> scope(std::in_place, KernelPath::Scalar);
   pw.pack(w.data(), 8, 8, 8);
   EXPECT_THROW(linear_packed(x.data(), 8, 4, pw, 8, 8, y.data(), 8), Error);  // ldx < K
   EXPECT_THROW(linear_packed(x.data(), 8, 8, pw, 9, 8, y.data(), 9), Error);  // more rows than packed
   EXPECT_THROW(linear_packed(x.data(), 8, 9, pw, 8, 9, y.data(), 8), Error);  // more columns than packed
   EXPECT_THROW(pw.pack(w.data(), 8, 8, 4), Error);                       // ld < cols
   for (KernelPath p : supported_kernel_paths()) {
-    set_kernel_path(p);
+    scope.reset();
+    scope.emplace(p);
     if (p == KernelPath::Scalar) {
       linear_packed(x.data(), 8, 8, pw, 8, 8, y.data(), 8);
       EXPECT_EQ(y[0], 8.f);
@@ -282,7 +284,6 @@ TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
       }
     }
   }
-  reset_kernel_path();
 }
 
 TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
@@ -309,12 +310,11 @@ TEST(Linear, PathsAgreeWithinRounding) {
   std::vector<float> ref(size_t(s.M * s.N));
   linear_reference(x.data(), s.M, w.ref, nullptr, ref.data());
   for (KernelPath p : supported_kernel_paths()) {
-    set_kernel_path(p);
+    const ScopedKernelPath scope(p);  // ends with the iteration, also when ASSERT_NEAR returns early
     std::vector<float> y(ref.size());
     linear(x.data(), s.M, w.ref, nullptr, y.data(), pool);
     for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-4f) << kernel_path_name(p);
   }
-  reset_kernel_path();
 }
 
 TEST(Linear, RejectsBadArguments) {
@@ -433,7 +433,13 @@ TEST(Linear, FaultInjectionBreaksEveryProductOnEveryPath) {
   }
 }
 
+// Undoes set_kernel_path() when the test ends, however it ends.
+struct ProcessPathReset {
+  ~ProcessPathReset() { reset_kernel_path(); }
+};
+
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {
+  const ProcessPathReset reset;
   for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
     if (kernel_path_supported(p)) {
       set_kernel_path(p);

@@ -31,6 +31,9 @@ std::vector<KernelPath> paths_seen_by(ThreadPool& pool) {
 TEST(ScopedKernelPath, OverridesTheProcessPathAndNests) {
   REQUIRE_VECTOR_PATH();
   const KernelPath best = best_kernel_path();
+  struct Reset {
+    ~Reset() { reset_kernel_path(); }
+  } reset;
   set_kernel_path(best);
   {
     const ScopedKernelPath outer(KernelPath::Scalar);
@@ -46,7 +49,6 @@ TEST(ScopedKernelPath, OverridesTheProcessPathAndNests) {
     EXPECT_EQ(other, best);
   }
   EXPECT_EQ(active_kernel_path(), best);
-  reset_kernel_path();
 }
 
 TEST(ScopedKernelPath, RefusesAPathTheCpuCannotRun) {
