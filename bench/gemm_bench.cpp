@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"

@@ -23,7 +23,7 @@
 #include "hub/model_ref.h"
 #include "image/idefics3.h"
 #include "image/image.h"
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"

@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
 
