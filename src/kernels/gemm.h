@@ -63,7 +63,7 @@ struct WeightRef {
 };
 
 // y[M, N] = x[M, K] · wᵀ (+ bias[N] when non-null). x and y are fp32 row-major with leading
-// dimensions K and N. Uses the active kernel path (kernels/cpu.h).
+// dimensions K and N. Runs on the pool's task path (ThreadPool::task_kernel_path()).
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool);
 
 // One output of linear_shared_input: y = x · wᵀ (+ bias when non-null).

@@ -1,7 +1,8 @@
 // Element-wise and row-wise kernels of the models (norms, activations, RoPE, softmax, argmax), fp32.
 // Each has a plain scalar version and, where the work is large enough to matter, an AVX2 version;
-// the one used follows active_kernel_path() (kernels/cpu.h). Every function processes whole rows
-// itself, so results never depend on how callers split rows across threads.
+// the one used follows the pool's task path (ThreadPool::task_kernel_path()) for ops given a pool,
+// else the calling thread's active_kernel_path() (kernels/cpu.h). Every function processes whole
+// rows itself, so results never depend on how callers split rows across threads.
 #pragma once
 
 #include <cstdint>

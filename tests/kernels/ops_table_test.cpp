@@ -56,8 +56,6 @@ std::vector<float> uniform(size_t n, uint32_t seed, float lo = -1.f, float hi = 
 
 std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-const char* format_label(WeightFormat f) { return weight_format_name(f); }
-
 // ---- Matrix products ----------------------------------------------------------------------------
 
 // A weight of N x K values in [-1, 1] / √K stored in `format`, so that outputs (x in [-1, 1]) are
@@ -94,7 +92,7 @@ void add_linear(std::vector<OpCase>& t, WeightFormat f, int64_t M, int64_t N, in
   auto x = std::make_shared<std::vector<float>>(uniform(size_t(M * K), uint32_t(K + 5)));
   auto bias = std::make_shared<std::vector<float>>(uniform(size_t(N), 9));
   const double weight_bytes = double(N * K) * (f == WeightFormat::F32 ? 4 : 2);
-  t.push_back({"linear " + std::string(format_label(f)) + " " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+  t.push_back({"linear " + std::string(weight_format_name(f)) + " " + std::to_string(M) + "x" + std::to_string(N) + "x" +
                    std::to_string(K),
                [=](ThreadPool& pool) {
                  std::vector<float> y(size_t(M * N));
