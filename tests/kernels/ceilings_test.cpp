@@ -15,6 +15,14 @@
 namespace smolvlm {
 namespace {
 
+// Under AddressSanitizer the measuring loops are instrumented (their registers spill to checked
+// stack slots): the figures stay within the hardware's bounds but no longer relate as it does.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kInstrumented = true;
+#else
+constexpr bool kInstrumented = false;
+#endif
+
 // No x86 core runs faster than this, nor does more per cycle than the widths below (2 FMA pipes).
 constexpr double kMaxGhz = 6.5;
 double max_gflops_per_thread(KernelPath p) {
@@ -38,7 +46,7 @@ TEST(Ceilings, FmaPeakIsPlausibleAndTheVectorPathsOutrunScalar) {
     // 8 fp32 lanes per FMA against the scalar loop's dependent mul+add chains: ~10x on current cores
     // (two 128-bit-pumped pipes still give ~5x); 3x leaves room for a busy neighbour.
     std::printf("FMA peak %-7s %8.1f GFLOP/s on %d threads\n", kernel_path_name(p), g, pool.size());
-    if (p != KernelPath::Scalar) {
+    if (p != KernelPath::Scalar && !kInstrumented) {
       EXPECT_GT(g, 3 * scalar) << kernel_path_name(p) << " " << g << " vs scalar " << scalar;
     }
   }
@@ -64,9 +72,7 @@ TEST(Ceilings, ReadingFromCacheOutrunsReadingFromMemory) {
   // One thread (no dispatch cost in the timing): 192 KiB stays in any current core's L2; 128 MiB is
   // larger than any last-level cache a 2-core VM sees (96 MiB per CCD at most). L2 serves a core
   // several times faster than DRAM (measured here: ~100 against 16-30 GB/s).
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer checks every load: the read loop measures the checks, not the cache";
-#endif
+  if (kInstrumented) GTEST_SKIP() << "AddressSanitizer checks every load: the read loop measures the checks";
   ThreadPool pool(1);
   const double cached = measure_read_gbs(pool, size_t(192) << 10, 0.05);
   const double memory = measure_read_gbs(pool, size_t(128) << 20, 0.05);
