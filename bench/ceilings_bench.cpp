@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/thread_pool.h"
 #include "bench_threads.h"

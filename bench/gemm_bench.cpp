@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
@@ -73,7 +73,8 @@ void set_counters(benchmark::State& state, const Shape& s, double weight_bytes) 
 
 void bm_ours(benchmark::State& state, Shape s, DType dt) {
   Operands o = make_operands(s, dt);
-  smolvlm::WeightRef w{dt == DType::F32 ? static_cast<const void*>(o.w32.data()) : o.w16.data(), dt, s.N, s.K};
+  smolvlm::WeightRef w{dt == DType::F32 ? static_cast<const void*>(o.w32.data()) : o.w16.data(),
+                       smolvlm::dense_weight_format(dt), s.N, s.K};
   for (auto _ : state) {
     smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), smolvlm::bench::bench_pool());
     benchmark::DoNotOptimize(o.y.data());

@@ -344,8 +344,9 @@ PreprocessedImage load_and_preprocess_idefics3(const uint8_t* data, size_t size,
     const auto [th, tw] = idefics3_longest_edge_size(h, w, cfg.longest_edge);
     if (th == h && tw == w) return;
     overlapped = true;
-    worker = std::thread([&, base, w, h, th = th, tw = tw] {
+    worker = std::thread([&, base, w, h, th = th, tw = tw, path = active_kernel_path()] {
       try {
+        const ScopedKernelPath scope(path);  // the resize computes as the decoding thread would
         resized = resize_u8_streaming(base, w, h, 3, tw, th, filter, [&](int64_t rows) { gate.wait(rows); });
       } catch (...) {
         worker_error = std::current_exception();

@@ -164,8 +164,10 @@ void parallel_rows(int64_t n, int64_t bytes_per_item, F&& fn) {
   if (parts <= 1 || n < 2) return fn(int64_t{0}, n);
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  const KernelPath path = active_kernel_path();  // the helper threads compute as the calling one
   auto part = [&](int64_t i) {
     try {
+      const ScopedKernelPath scope(path);
       fn(n * i / parts, n * (i + 1) / parts);
     } catch (...) {
       errors[static_cast<size_t>(i)] = std::current_exception();

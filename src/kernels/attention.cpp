@@ -120,4 +120,18 @@ void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool
   });
 }
 
+void attention_reference(const AttentionArgs& a, const AttentionShape& s) {
+  check(a, s);
+  const int64_t D = s.head_dim, group = s.q_heads / s.kv_heads;
+  std::vector<float> scores(static_cast<size_t>(a.kv_rows));
+  for (int64_t i = 0; i < a.q_rows; ++i)
+    for (int64_t h = 0; h < s.q_heads; ++h) {
+      const int64_t kvh = h / group, n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
+      dot_rows_reference(a.q + i * a.q_stride + h * D, a.k + kvh * D, a.kv_stride, n_keys, D, scores.data());
+      scaled_softmax_reference(scores.data(), n_keys, a.scale);
+      weighted_sum_rows_reference(scores.data(), a.v + kvh * D, a.kv_stride, n_keys, D,
+                                  a.out + i * a.out_stride + h * D);
+    }
+}
+
 }  // namespace smolvlm

@@ -36,4 +36,9 @@ struct AttentionArgs {
 
 void attention(const AttentionArgs& args, const AttentionShape& shape, ThreadPool& pool);
 
+// The reference attention() is tested against: for each query row and head, in plain loops on the
+// calling thread, scores = q·k_j (fp32, d order), softmax(scores·scale) over the keys the row sees,
+// out = Σ_j p_j·v_j in j order (ops.h's *_reference functions).
+void attention_reference(const AttentionArgs& args, const AttentionShape& shape);
+
 }  // namespace smolvlm

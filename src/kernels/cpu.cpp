@@ -30,7 +30,8 @@ CpuFeatures detect() {
   return f;
 }
 
-std::atomic<int> g_forced{-1};
+std::atomic<int> g_forced{-1};      // set_kernel_path(), -1 when not set
+thread_local int t_scoped_path = -1;  // the innermost ScopedKernelPath of this thread, -1 when none
 
 KernelPath parse_path(const std::string& s) {
   if (s == "scalar") return KernelPath::Scalar;
@@ -82,17 +83,13 @@ void set_kernel_path(KernelPath p) {
 
 void reset_kernel_path() { g_forced.store(-1); }
 
-namespace {
-thread_local int t_scoped = -1;
-}  // namespace
-
-ScopedKernelPath::ScopedKernelPath(KernelPath p) : previous_(t_scoped) {
+ScopedKernelPath::ScopedKernelPath(KernelPath p) : previous_(t_scoped_path) {
   if (!kernel_path_supported(p))
     throw unsupported(std::string("kernel path ") + kernel_path_name(p) + " is not supported by this CPU");
-  t_scoped = static_cast<int>(p);
+  t_scoped_path = static_cast<int>(p);
 }
 
-ScopedKernelPath::~ScopedKernelPath() { t_scoped = previous_; }
+ScopedKernelPath::~ScopedKernelPath() { t_scoped_path = previous_; }
 
 namespace {
 std::atomic<bool> g_fault{false};
@@ -121,7 +118,7 @@ KernelPath default_kernel_path() {
 }  // namespace
 
 KernelPath active_kernel_path() {
-  if (t_scoped >= 0) return static_cast<KernelPath>(t_scoped);
+  if (t_scoped_path >= 0) return static_cast<KernelPath>(t_scoped_path);
   int forced = g_forced.load(std::memory_order_relaxed);
   if (forced >= 0) return static_cast<KernelPath>(forced);
   return default_kernel_path();

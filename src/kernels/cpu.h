@@ -1,6 +1,7 @@
 // CPU features, detected once, and the kernel path in use. The path is chosen at run time (never at
-// build time): the best the CPU supports, or the one forced with SMOLVLM_KERNELS=scalar|avx2|avx512
-// or set_kernel_path() (tests and `smolvlm check` force every path the machine can run).
+// build time): the best the CPU supports, or the one forced with SMOLVLM_KERNELS=scalar|avx2|avx512,
+// set_kernel_path() (process-wide: tests and `smolvlm check` force every path the machine can run) or
+// a ScopedKernelPath (the calling thread only: two models in one process may run different paths).
 #pragma once
 
 #include <vector>
@@ -18,26 +19,32 @@ const char* kernel_path_name(KernelPath p);          // "scalar", "avx2", "avx51
 bool kernel_path_supported(KernelPath p);
 std::vector<KernelPath> supported_kernel_paths();    // every path this CPU can run, scalar first
 KernelPath best_kernel_path();
-// The path kernels use now: SMOLVLM_KERNELS if set (Error(Unsupported) if the CPU cannot run it,
-// Error(BadInput) for an unknown name), else the best.
+// The path kernels called on this thread use now: the innermost ScopedKernelPath of the thread, else
+// the one set_kernel_path() forced, else SMOLVLM_KERNELS if set (Error(Unsupported) if the CPU cannot
+// run it, Error(BadInput) for an unknown name), else the best.
 KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
 void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
-// The calling thread's path for a scope (first in active_kernel_path's order); nests.
+// The calling thread's kernel path for the object's lifetime, ahead of set_kernel_path() and
+// SMOLVLM_KERNELS; scopes nest (the previous one is back when the inner one ends). A ThreadPool runs
+// the work a thread submits under that thread's path, so the scope reaches the pool's workers too.
+// Error(Unsupported) if the CPU cannot run p.
 class ScopedKernelPath {
  public:
-  explicit ScopedKernelPath(KernelPath p);  // Error(Unsupported) if the CPU cannot run it
+  explicit ScopedKernelPath(KernelPath p);
   ~ScopedKernelPath();
   ScopedKernelPath(const ScopedKernelPath&) = delete;
   ScopedKernelPath& operator=(const ScopedKernelPath&) = delete;
 
  private:
-  int previous_;
+  int previous_;  // the thread's override before this scope (-1: none)
 };
 
-// Test hook: while on, linear() returns a slightly wrong result (as a miscompiled or broken kernel
-// would), so tests can see `smolvlm check` catch a bad kernel path. Off unless a test turns it on.
+// Test hook: while on, the matrix products (linear(), linear_packed()) run deliberately broken
+// kernels that return slightly wrong results (as a miscompiled kernel would), so tests can see
+// `smolvlm check` catch a bad kernel path. Off unless a test turns it on; read only where the
+// products choose their kernels.
 void set_kernel_fault_injection(bool on);
 bool kernel_fault_injection();
 

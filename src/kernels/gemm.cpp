@@ -16,25 +16,27 @@ namespace {
 // Converts the first K elements of row n of the weight to fp32.
 void weight_row(const WeightRef& w, int64_t n, int64_t K, float* out) {
   const int64_t row = n * w.cols;
-  switch (w.dtype) {
-    case DType::F32: {
+  switch (w.format) {
+    case WeightFormat::F32: {
       const float* p = static_cast<const float*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = p[k];
-      break;
+      return;
     }
-    case DType::BF16: {
+    case WeightFormat::BF16: {
       const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(p[k]);
-      break;
+      return;
     }
-    case DType::F16: {
+    case WeightFormat::F16: {
       const uint16_t* p = static_cast<const uint16_t*>(w.data) + row;
       for (int64_t k = 0; k < K; ++k) out[k] = f16_to_f32(p[k]);
-      break;
+      return;
     }
-    default:
-      throw internal_error("linear: unchecked weight dtype");
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4: break;
   }
+  gemm::refuse_weight_format(w.format);
 }
 
 // Columns [n0, n1) of y (rows ldy floats apart) for x's M rows (ldx floats apart), over the first K
@@ -54,9 +56,15 @@ void linear_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int
 }
 
 void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
-  if (w.dtype != DType::F32 && w.dtype != DType::F16 && w.dtype != DType::BF16)
-    throw unsupported(std::string("linear: weight dtype ") + dtype_name(w.dtype) +
-                      " is not supported (expected F32, F16 or BF16)");
+  switch (w.format) {
+    case WeightFormat::F32:
+    case WeightFormat::F16:
+    case WeightFormat::BF16: break;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4:
+    default: gemm::refuse_weight_format(w.format);
+  }
   if (M < 0 || w.rows < 0 || w.cols < 0)
     throw bad_input("linear: negative shape (M=" + std::to_string(M) + ", weight " + std::to_string(w.rows) +
                     "x" + std::to_string(w.cols) + ")");
@@ -157,17 +165,99 @@ void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const
   linear_blocked(kern, pack_input(kern, x, M, w.cols, pool), M, w, bias, y, pool);
 }
 
-// The ISA kernels of the active path; null on the scalar path.
-const gemm::GemmKernels* simd_kernels() {
-  switch (active_kernel_path()) {
-    case KernelPath::Avx512: return &gemm::gemm_kernels_avx512();
-    case KernelPath::Avx2: return &gemm::gemm_kernels_avx2();
-    case KernelPath::Scalar: break;
+// What the products run on one kernel path: the ISA kernels (null on the scalar path, which sums
+// each element with `rows`).
+struct PathKernels {
+  const gemm::GemmKernels* simd;
+  void (*rows)(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int64_t K, const float* bias, float* y,
+               int64_t ldy, int64_t n0, int64_t n1);
+};
+
+// The kernels of each path, by KernelPath value. Only addresses: no other file's tables are read.
+const PathKernels kPathKernels[] = {
+    {nullptr, linear_rows}, {&gemm::gemm_kernels_avx2(), linear_rows}, {&gemm::gemm_kernels_avx512(), linear_rows}};
+
+// The deliberately broken kernels of set_kernel_fault_injection(): each adds kFault to the first
+// element it writes, as a miscompiled kernel might. The hook is read only where a path's kernels are
+// chosen (path_kernels), never inside the products.
+constexpr float kFault = 1e-3f;
+
+void faulty_rows(const float* x, int64_t ldx, int64_t M, const WeightRef& w, int64_t K, const float* bias, float* y,
+                 int64_t ldy, int64_t n0, int64_t n1) {
+  linear_rows(x, ldx, M, w, K, bias, y, ldy, n0, n1);
+  if (M > 0 && n0 < n1) y[n0] += kFault;
+}
+
+template <const gemm::GemmKernels& (*Real)()>
+struct FaultyKernels {
+  static void macro(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride,
+                    int64_t n_valid, int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+    Real().macro(packed_a, mc, packed_b, b_panel_stride, n_valid, kc, y, ldy, accumulate, bias);
+    if (mc > 0 && n_valid > 0) y[0] += kFault;
   }
-  return nullptr;
+  static void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                   int64_t n1) {
+    Real().gemv(x, M, w, bias, y, n0, n1);
+    if (M > 0 && n0 < n1) y[n0] += kFault;
+  }
+  // Built on first use, once the real table (another file's static) surely exists.
+  static const gemm::GemmKernels* table() {
+    static const gemm::GemmKernels t = [] {
+      gemm::GemmKernels k = Real();
+      k.macro = macro;
+      k.gemv = gemv;
+      return k;
+    }();
+    return &t;
+  }
+};
+
+const PathKernels& faulty_path_kernels(KernelPath path) {
+  static const PathKernels faulty[] = {{nullptr, faulty_rows},
+                                       {FaultyKernels<gemm::gemm_kernels_avx2>::table(), faulty_rows},
+                                       {FaultyKernels<gemm::gemm_kernels_avx512>::table(), faulty_rows}};
+  return faulty[static_cast<int>(path)];
+}
+
+const PathKernels& path_kernels(KernelPath path) {
+  if (kernel_fault_injection()) return faulty_path_kernels(path);
+  return kPathKernels[static_cast<int>(path)];
 }
 
 }  // namespace
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return "F32";
+    case WeightFormat::F16: return "F16";
+    case WeightFormat::BF16: return "BF16";
+    case WeightFormat::Q8: return "Q8";
+    case WeightFormat::Q4: return "Q4";
+    case WeightFormat::Lut4: return "LUT4";
+  }
+  return "?";
+}
+
+bool weight_format_is_quantized(WeightFormat f) {
+  return f == WeightFormat::Q8 || f == WeightFormat::Q4 || f == WeightFormat::Lut4;
+}
+
+WeightFormat dense_weight_format(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return WeightFormat::F32;
+    case DType::F16: return WeightFormat::F16;
+    case DType::BF16: return WeightFormat::BF16;
+    default:
+      throw unsupported(std::string("weight dtype ") + dtype_name(dtype) +
+                        " has no weight format (expected F32, F16 or BF16)");
+  }
+}
+
+void gemm::refuse_weight_format(WeightFormat format) {
+  if (weight_format_is_quantized(format))
+    throw unsupported(std::string("linear: no kernel for weight format ") + weight_format_name(format) + " yet");
+  throw unsupported("linear: unknown weight format " + std::to_string(static_cast<int>(format)));
+}
 
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }
 
@@ -202,7 +292,7 @@ void pack_rows(const PanelLayout& l, const float* src, int64_t ld, float* dst) {
     for (int64_t n = 0; n < l.rows; ++n) std::copy_n(src + n * ld, l.cols, dst + n * l.cols);
     return;
   }
-  const WeightRef w{src, DType::F32, l.rows, ld};
+  const WeightRef w{src, WeightFormat::F32, l.rows, ld};
   for (int64_t k0 = 0; k0 < l.cols; k0 += l.kern->kc)
     l.kern->pack_b(w, 0, l.n_pad / l.kern->nr, k0, std::min<int64_t>(l.kern->kc, l.cols - k0), dst + k0 * l.n_pad);
 }
@@ -250,7 +340,7 @@ void PackedWeight::pack_transposed(const float* src, int64_t rows, int64_t cols,
 
 void PackedWeight::pack_from(const float* src, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
   check_pack(src, rows, cols, ld, transposed ? rows : cols);
-  const gemm::GemmKernels* kern = simd_kernels();
+  const gemm::GemmKernels* kern = path_kernels(active_kernel_path()).simd;
   const PanelLayout layout(kern, rows, cols);
   float* dst = data_.get(layout.size());
   if (transposed)
@@ -268,11 +358,12 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
                     std::to_string(w.rows_) + ", K " + std::to_string(K) + " of " + std::to_string(w.cols_) +
                     ", ldx " + std::to_string(ldx) + ", ldy " + std::to_string(ldy) + ")");
   if (M == 0 || N == 0) return;
-  const gemm::GemmKernels* kern = simd_kernels();
+  const PathKernels& path = path_kernels(active_kernel_path());
+  const gemm::GemmKernels* kern = path.simd;
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
   if (K == 0 || !kern) {  // scalar path: the weight is plain row-major
-    linear_rows(x, ldx, M, WeightRef{w.data_.data(), DType::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
+    path.rows(x, ldx, M, WeightRef{w.data_.data(), WeightFormat::F32, w.rows_, w.cols_}, K, nullptr, y, ldy, 0, N);
     return;
   }
   const int64_t m_tiles = (M + kern->mr - 1) / kern->mr, m_pad = m_tiles * kern->mr;
@@ -289,7 +380,6 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
       kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, panel_stride,
                   N, kc, y + ic * ldy, ldy, k0 > 0, nullptr);
   }
-  if (kernel_fault_injection()) y[0] += 1e-3f;
 }
 
 void linear_reference(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y) {
@@ -298,7 +388,7 @@ void linear_reference(const float* x, int64_t M, const WeightRef& w, const float
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
-  const gemm::GemmKernels* kern = simd_kernels();
+  const gemm::GemmKernels* kern = path_kernels(pool.task_kernel_path()).simd;
   int64_t total = 0;
   for (const LinearOutput& o : outputs) {
     check_arguments(x, M, o.w, o.y);
@@ -307,7 +397,7 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
                       std::to_string(o.w.cols) + " and " + std::to_string(outputs[0].w.cols) + ")");
     total += o.w.rows;
   }
-  if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0 || kernel_fault_injection()) {
+  if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0) {
     for (const LinearOutput& o : outputs) linear(x, M, o.w, o.bias, o.y, pool);
     return;
   }
@@ -337,11 +427,11 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  if (const gemm::GemmKernels* kern = simd_kernels())
-    linear_simd(*kern, x, M, w, bias, y, pool);
+  const PathKernels& path = path_kernels(pool.task_kernel_path());
+  if (path.simd)
+    linear_simd(*path.simd, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition
-    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { linear_rows(x, K, M, w, K, bias, y, N, n0, n1); });
-  if (kernel_fault_injection()) y[0] += 1e-3f;  // a deliberately broken kernel, for tests only
+    pool.parallel_for(N, 16, [&](int64_t n0, int64_t n1) { path.rows(x, K, M, w, K, bias, y, N, n0, n1); });
 }
 
 }  // namespace smolvlm

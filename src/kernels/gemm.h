@@ -1,6 +1,6 @@
 // Matrix products of the models. The weight side is an HF nn.Linear weight as stored: [N, K]
-// row-major (out_features x in_features) in its stored dtype (F32, F16 or BF16); conversion to fp32
-// happens inside the kernel, never as a full fp32 copy of the model. Every output element is
+// row-major (out_features x in_features) in its stored format (F32, F16 or BF16: WeightRef); conversion
+// to fp32 happens inside the kernel, never as a full fp32 copy of the model. Every output element is
 // computed with the same summation order whatever the thread count, so results are bitwise
 // identical for any --threads.
 #pragma once
@@ -14,15 +14,56 @@
 
 namespace smolvlm {
 
+// How a weight's values are stored. Dense formats hold one element per value; the quantized ones
+// hold small integer codes plus per-block parameters (QuantBlocks) and have no kernel yet: linear()
+// refuses them with Error(Unsupported).
+enum class WeightFormat : uint8_t {
+  F32,   // dense fp32
+  F16,   // dense IEEE half
+  BF16,  // dense bfloat16
+  Q8,    // int8 code q per value: value = scale * (q - zero_point)
+  Q4,    // 4-bit code q in [0, 15] per value, two per byte: value = scale * q + min
+  Lut4,  // 4-bit index q per value, packed as Q4: value = lut[q] of the value's block
+};
+const char* weight_format_name(WeightFormat f);  // "F32", "F16", "BF16", "Q8", "Q4", "LUT4"; "?" if unknown
+bool weight_format_is_quantized(WeightFormat f);
+// The dense format of a stored float tensor; Error(Unsupported) naming any other dtype.
+WeightFormat dense_weight_format(DType dtype);
+
+// The blocks of a quantized weight. A block is block_rows consecutive rows x group_size consecutive
+// columns (along K) sharing one set of parameters; blocks are numbered row-block-major,
+//   block(n, k) = (n / block_rows) * (cols / group_size) + k / group_size,
+// and each parameter array holds one entry (LUT4: 16 entries) per block in that order. Per-row
+// quantization is group_size = cols, block_rows = 1. cols % group_size == 0 and
+// rows % block_rows == 0; the 4-bit formats need an even group_size, so no byte spans two blocks.
+struct QuantBlocks {
+  int64_t group_size = 0;                // columns per block
+  int64_t block_rows = 1;                // rows per block
+  const uint16_t* scales = nullptr;      // Q8, Q4: fp16 scale per block
+  const int8_t* zero_points = nullptr;   // Q8: zero point per block (null: symmetric, all 0)
+  const uint16_t* mins = nullptr;        // Q4: fp16 value of code 0 per block
+  const uint16_t* lut = nullptr;         // Lut4: 16 fp16 values per block, entry q at lut[block * 16 + q]
+};
+
+// A weight matrix [rows = N, cols = K], row-major, not owned. `data` holds, by format:
+//   F32 / F16 / BF16: rows * cols elements; element (n, k) at n * cols + k.
+//   Q8: rows * cols int8 codes in the same order.
+//   Q4 / Lut4: rows * cols / 2 bytes (cols even); row n starts at byte n * cols / 2, and code k of
+//     the row is the low nibble of byte k / 2 for even k, the high nibble for odd k.
 struct WeightRef {
+  WeightRef() = default;
+  WeightRef(const void* data_, WeightFormat format_, int64_t rows_, int64_t cols_, QuantBlocks quant_ = {})
+      : data(data_), format(format_), rows(rows_), cols(cols_), quant(quant_) {}
+
   const void* data = nullptr;
-  DType dtype = DType::F32;  // F32, F16 or BF16
-  int64_t rows = 0;          // N (out features)
-  int64_t cols = 0;          // K (in features)
+  WeightFormat format = WeightFormat::F32;
+  int64_t rows = 0;   // N (out features)
+  int64_t cols = 0;   // K (in features)
+  QuantBlocks quant;  // quantized formats only
 };
 
 // y[M, N] = x[M, K] · wᵀ (+ bias[N] when non-null). x and y are fp32 row-major with leading
-// dimensions K and N. Uses the active kernel path (kernels/cpu.h).
+// dimensions K and N. Runs on the pool's task path (ThreadPool::task_kernel_path()).
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool);
 
 // One output of linear_shared_input: y = x · wᵀ (+ bias when non-null).

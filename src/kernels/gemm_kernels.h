@@ -41,6 +41,10 @@ struct GemmKernels {
                int64_t n1);
 };
 
+// Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
+// gemm.cpp: the ISA files instantiate no standard-library code).
+[[noreturn]] void refuse_weight_format(WeightFormat format);
+
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
 

@@ -20,12 +20,12 @@ inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // 8 consecutive weight elements starting at element `idx` of the weight, as fp32.
 // bf16 -> f32 is exact (the bf16 bits are the high half of the f32); f16 -> f32 is exact (F16C).
-template <DType DT>
+template <WeightFormat FMT>
 inline __m256 load8(const void* base, int64_t idx) {
-  if constexpr (DT == DType::BF16) {
+  if constexpr (FMT == WeightFormat::BF16) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  } else if constexpr (DT == DType::F16) {
+  } else if constexpr (FMT == WeightFormat::F16) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
     return _mm256_cvtph_ps(h);
   } else {
@@ -33,34 +33,41 @@ inline __m256 load8(const void* base, int64_t idx) {
   }
 }
 
-template <DType DT>
+template <WeightFormat FMT>
 inline float load1(const void* base, int64_t idx) {
-  if constexpr (DT == DType::BF16) {
+  if constexpr (FMT == WeightFormat::BF16) {
     uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[idx]) << 16;
     float f;
     __builtin_memcpy(&f, &u, 4);
     return f;
-  } else if constexpr (DT == DType::F16) {
+  } else if constexpr (FMT == WeightFormat::F16) {
     return _cvtsh_ss(static_cast<const uint16_t*>(base)[idx]);
   } else {
     return static_cast<const float*>(base)[idx];
   }
 }
 
-// Calls fn.template operator()<DT>() for the weight's dtype (F32, F16 or BF16; checked by linear()).
+// Calls fn.template operator()<FMT>() for the weight's format. Only the dense formats have
+// kernels; anything else is refused (linear() checks first: this is the last line of defence
+// against reading other data as fp32).
 template <typename Fn>
-inline void with_dtype(DType dt, Fn&& fn) {
-  switch (dt) {
-    case DType::BF16: fn.template operator()<DType::BF16>(); break;
-    case DType::F16: fn.template operator()<DType::F16>(); break;
-    default: fn.template operator()<DType::F32>(); break;
+inline void with_format(WeightFormat format, Fn&& fn) {
+  switch (format) {
+    case WeightFormat::F32: fn.template operator()<WeightFormat::F32>(); return;
+    case WeightFormat::F16: fn.template operator()<WeightFormat::F16>(); return;
+    case WeightFormat::BF16: fn.template operator()<WeightFormat::BF16>(); return;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4: break;
   }
+  refuse_weight_format(format);
 }
 
 // Bytes of one weight element.
-template <DType DT>
+template <WeightFormat FMT>
 constexpr int64_t weight_bytes() {
-  return DT == DType::F32 ? 4 : 2;
+  static_assert(FMT == WeightFormat::F32 || FMT == WeightFormat::F16 || FMT == WeightFormat::BF16);
+  return FMT == WeightFormat::F32 ? 4 : 2;
 }
 
 // In-place transpose of an 8x8 fp32 block held in r[0..7] (row i -> column i).
@@ -85,13 +92,13 @@ inline void transpose8x8(__m256 r[8]) {
 
 // Packs 8 weight rows [row0, row0+8) x [k0, k0+kc) into dst[k*stride + i] (i = row - row0).
 // Rows at or past w.rows are written as zeros.
-template <DType DT>
+template <WeightFormat FMT>
 inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc, float* dst, int64_t stride) {
   const int64_t K = w.cols;
   const int64_t valid = w.rows - row0;
   if (valid >= 8) {
     int64_t k = 0;
-    constexpr int64_t kLine = 64 / weight_bytes<DT>();  // elements per cache line
+    constexpr int64_t kLine = 64 / weight_bytes<FMT>();  // elements per cache line
     const char* base = static_cast<const char*>(w.data);
     for (; k + 8 <= kc; k += 8) {
       // The next group's rows, same columns: the weight comes from memory in short strided runs
@@ -99,73 +106,73 @@ inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
       // DRAM about a third faster with this prefetch than without; two groups ahead gained less).
       if (k % kLine == 0)
         for (int i = 0; i < 8; ++i)
-          _mm_prefetch(base + ((row0 + 8 + i) * K + k0 + k) * weight_bytes<DT>(), _MM_HINT_T0);
+          _mm_prefetch(base + ((row0 + 8 + i) * K + k0 + k) * weight_bytes<FMT>(), _MM_HINT_T0);
       __m256 r[8];
-      for (int i = 0; i < 8; ++i) r[i] = load8<DT>(w.data, (row0 + i) * K + k0 + k);
+      for (int i = 0; i < 8; ++i) r[i] = load8<FMT>(w.data, (row0 + i) * K + k0 + k);
       transpose8x8(r);
       for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (k + i) * stride, r[i]);
     }
     for (; k < kc; ++k)
-      for (int i = 0; i < 8; ++i) dst[k * stride + i] = load1<DT>(w.data, (row0 + i) * K + k0 + k);
+      for (int i = 0; i < 8; ++i) dst[k * stride + i] = load1<FMT>(w.data, (row0 + i) * K + k0 + k);
     return;
   }
   for (int64_t k = 0; k < kc; ++k)
     for (int64_t i = 0; i < 8; ++i)
-      dst[k * stride + i] = i < valid ? load1<DT>(w.data, (row0 + i) * K + k0 + k) : 0.f;
+      dst[k * stride + i] = i < valid ? load1<FMT>(w.data, (row0 + i) * K + k0 + k) : 0.f;
 }
 
 template <int NR>
 void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
   static_assert(NR % 8 == 0);
-  with_dtype(w.dtype, [&]<DType DT>() {
+  with_format(w.format, [&]<WeightFormat FMT>() {
     for (int64_t p = 0; p < panels; ++p)
       for (int g = 0; g < NR / 8; ++g)
-        pack_rows8<DT>(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
+        pack_rows8<FMT>(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
   });
 }
 
 // x · (row of the weight starting at element `offset`), K elements. The row is read once, front to
 // back: four 8-lane partial sums over 32-element steps, then 8-element steps into the first, a fixed
 // reduction, then the scalar tail. The same operations for every row, M, range and thread.
-template <DType DT>
+template <WeightFormat FMT>
 inline float dot_row(const float* x, const void* w, int64_t offset, int64_t K) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<DT>(w, offset + k), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), load8<DT>(w, offset + k + 8), a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), load8<DT>(w, offset + k + 16), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), load8<DT>(w, offset + k + 24), a3);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<FMT>(w, offset + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), load8<FMT>(w, offset + k + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), load8<FMT>(w, offset + k + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), load8<FMT>(w, offset + k + 24), a3);
   }
-  for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<DT>(w, offset + k), a0);
+  for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<FMT>(w, offset + k), a0);
   float s = vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; k < K; ++k) s += x[k] * load1<DT>(w, offset + k);
+  for (; k < K; ++k) s += x[k] * load1<FMT>(w, offset + k);
   return s;
 }
 
 // Requests every cache line of weight row n.
-template <DType DT>
+template <WeightFormat FMT>
 inline void prefetch_row(const WeightRef& w, int64_t n) {
-  const char* row = static_cast<const char*>(w.data) + n * w.cols * weight_bytes<DT>();
-  for (int64_t b = 0; b < w.cols * weight_bytes<DT>(); b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+  const char* row = static_cast<const char*>(w.data) + n * w.cols * weight_bytes<FMT>();
+  for (int64_t b = 0; b < w.cols * weight_bytes<FMT>(); b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
 }
 
 // Rows [n0, n1) of y for M rows of x. Decode is bound by how fast the weights stream in: the rows a
 // thread reads are contiguous, so reading each row front to back makes the range one sequential
 // stream (interleaving several rows measured slower). Rows of x after the first reuse the weight row
 // from L1.
-template <DType DT>
+template <WeightFormat FMT>
 void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
   // Rows are requested about 9 KB ahead of the one being read: one stream per thread is limited by
   // how many lines the hardware prefetcher keeps in flight, and decode measured 7-10 % faster with
   // this (alternating runs; 4 and 8 rows of 576 BF16 both helped).
-  const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<DT>() - 1) / (K * weight_bytes<DT>()));
-  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<DT>(w, n);
+  const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
+  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
   for (int64_t n = n0; n < n1; ++n) {
-    if (n + ahead < n1) prefetch_row<DT>(w, n + ahead);
+    if (n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
     for (int64_t m = 0; m < M; ++m) {
-      const float s = dot_row<DT>(x + m * K, w.data, n * K, K);
+      const float s = dot_row<FMT>(x + m * K, w.data, n * K, K);
       y[m * N + n] = bias ? s + bias[n] : s;
     }
   }
@@ -176,7 +183,7 @@ constexpr int kGemvMaxM = 4;
 // The gemv entry point of both ISA kernel sets: M in [1, kGemvMaxM].
 inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
-  with_dtype(w.dtype, [&]<DType DT>() { gemv_range<DT>(x, M, w, bias, y, n0, n1); });
+  with_format(w.format, [&]<WeightFormat FMT>() { gemv_range<FMT>(x, M, w, bias, y, n0, n1); });
 }
 
 // Stores lanes [0, MR) of v at dst (MR = 6 or 8): never writes past the tile.

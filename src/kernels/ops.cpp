@@ -9,7 +9,10 @@ namespace smolvlm {
 
 namespace {
 
+// The AVX2 loops run on every vector path (avx2, avx512). Ops given a pool follow the pool's task
+// path (kernels/thread_pool.h); the others run on the calling thread's.
 bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
+bool use_avx2(const ThreadPool& pool) { return pool.task_kernel_path() != KernelPath::Scalar; }
 
 void rms_norm_row(const float* x, int64_t dim, const float* weight, float eps, float* y) {
   double sum_sq = 0.0;
@@ -40,7 +43,7 @@ int64_t row_grain(int64_t dim) { return std::max<int64_t>(1, kElementGrain / std
 
 void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
                 float* y, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (avx2)
@@ -53,7 +56,7 @@ void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, 
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y,
               ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (avx2)
@@ -65,35 +68,26 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, fl
 }
 
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::gelu_tanh_avx2(x + i0, i1 - i0);
-    const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
-    const float kappa = 0.044715f;
-    for (int64_t i = i0; i < i1; ++i) {
-      const float v = x[i];
-      const float inner = beta * (v + kappa * v * v * v);
-      x[i] = 0.5f * v * (1.0f + std::tanh(inner));
-    }
+    gelu_tanh_reference(x + i0, i1 - i0);
   });
 }
 
 void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::silu_mul_avx2(gate + i0, up + i0, i1 - i0);
-    for (int64_t i = i0; i < i1; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
+    silu_mul_reference(gate + i0, up + i0, i1 - i0);
   });
 }
 
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     if (avx2) return detail::add_inplace_avx2(y + i0, x + i0, i1 - i0);
-    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+    add_inplace_reference(y + i0, x + i0, i1 - i0);
   });
 }
 
@@ -121,21 +115,8 @@ void rope_table(const int64_t* positions, int64_t rows, const float* inv_freq, i
 
 void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
                       const float* table, ThreadPool& pool) {
-  const int64_t half = head_dim / 2;
   pool.parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* cos_r = table + r * head_dim;
-      const float* sin_r = cos_r + half;
-      for (int64_t h = 0; h < heads; ++h) {
-        float* v = x + r * row_stride + h * head_dim;
-        for (int64_t i = 0; i < half; ++i) {
-          const float a = v[i], b = v[i + half];
-          // q·cos + rotate_half(q)·sin with rotate_half(q) = (-q2, q1)
-          v[i] = a * cos_r[i] - b * sin_r[i];
-          v[i + half] = b * cos_r[i] + a * sin_r[i];
-        }
-      }
-    }
+    rope_rotate_half_reference(x + r0 * row_stride, r1 - r0, row_stride, heads, head_dim, table + r0 * head_dim);
   });
 }
 
@@ -160,11 +141,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
   if (use_avx2()) return detail::dot_rows_avx2(q, k, stride, n, D, scores);
-  for (int64_t j = 0; j < n; ++j) {
-    float acc = 0.f;
-    for (int64_t d = 0; d < D; ++d) acc += q[d] * k[j * stride + d];
-    scores[j] = acc;
-  }
+  dot_rows_reference(q, k, stride, n, D, scores);
 }
 
 void scaled_softmax(float* x, int64_t n, float scale) {
@@ -172,6 +149,74 @@ void scaled_softmax(float* x, int64_t n, float scale) {
     const float max_value = detail::scale_max_avx2(x, n, scale);
     return detail::scale_avx2(x, n, 1.0f / detail::exp_sum_avx2(x, n, max_value));
   }
+  scaled_softmax_reference(x, n, scale);
+}
+
+void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
+  if (use_avx2()) return detail::weighted_sum_rows_avx2(p, v, stride, n, D, out);
+  weighted_sum_rows_reference(p, v, stride, n, D, out);
+}
+
+// The references: plain loops in the order and precision of HF's fp32 arithmetic. The scalar path
+// runs these same loops.
+
+void layer_norm_reference(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias,
+                          float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) layer_norm_row(x + r * dim, dim, weight, bias, eps, y + r * dim);
+}
+
+void rms_norm_reference(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y) {
+  for (int64_t r = 0; r < rows; ++r) rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
+}
+
+void gelu_tanh_reference(float* x, int64_t n) {
+  const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π)
+  const float kappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float inner = beta * (v + kappa * v * v * v);
+    x[i] = 0.5f * v * (1.0f + std::tanh(inner));
+  }
+}
+
+void silu_mul_reference(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_inplace_reference(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void rope_rotate_half_reference(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                                const float* table) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* cos_r = table + r * head_dim;
+    const float* sin_r = cos_r + half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + h * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        // q·cos + rotate_half(q)·sin with rotate_half(q) = (-q2, q1)
+        v[i] = a * cos_r[i] - b * sin_r[i];
+        v[i + half] = b * cos_r[i] + a * sin_r[i];
+      }
+    }
+  }
+}
+
+void dot_rows_reference(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  for (int64_t j = 0; j < n; ++j) {
+    float acc = 0.f;
+    for (int64_t d = 0; d < D; ++d) acc += q[d] * k[j * stride + d];
+    scores[j] = acc;
+  }
+}
+
+void scaled_softmax_reference(float* x, int64_t n, float scale) {
   float max_value = -INFINITY;
   for (int64_t j = 0; j < n; ++j) {
     x[j] *= scale;
@@ -186,8 +231,7 @@ void scaled_softmax(float* x, int64_t n, float scale) {
   for (int64_t j = 0; j < n; ++j) x[j] *= inv;
 }
 
-void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
-  if (use_avx2()) return detail::weighted_sum_rows_avx2(p, v, stride, n, D, out);
+void weighted_sum_rows_reference(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
   std::fill_n(out, D, 0.f);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t d = 0; d < D; ++d) out[d] += p[j] * v[j * stride + d];

@@ -1,7 +1,8 @@
 // Element-wise and row-wise kernels of the models (norms, activations, RoPE, softmax, argmax), fp32.
 // Each has a plain scalar version and, where the work is large enough to matter, an AVX2 version;
-// the one used follows active_kernel_path() (kernels/cpu.h). Every function processes whole rows
-// itself, so results never depend on how callers split rows across threads.
+// the one used follows the pool's task path (ThreadPool::task_kernel_path()) for ops given a pool,
+// else the calling thread's active_kernel_path() (kernels/cpu.h). Every function processes whole
+// rows itself, so results never depend on how callers split rows across threads.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,21 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t
 void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
 // In place: x[j] = softmax(scale · x)[j] for j < n, as HF's attention (scores · scale, fp32 softmax).
 void scaled_softmax(float* x, int64_t n, float scale);
+
+// The references the optimized ops are tested against (tests/kernels/ops_table_test.cpp): plain
+// scalar loops on the calling thread, the arithmetic the scalar path runs. rope_table,
+// rope_inv_freq, softmax and argmax have one implementation for every path and are their own.
+void layer_norm_reference(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias,
+                          float eps, float* y);
+void rms_norm_reference(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y);
+void gelu_tanh_reference(float* x, int64_t n);
+void silu_mul_reference(float* gate, const float* up, int64_t n);
+void add_inplace_reference(float* y, const float* x, int64_t n);
+void rope_rotate_half_reference(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                                const float* table);
+void dot_rows_reference(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum_rows_reference(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
+void scaled_softmax_reference(float* x, int64_t n, float scale);
 
 namespace detail {
 // The AVX2 versions (ops_avx2.cpp), called only when the active path allows them.

@@ -48,9 +48,12 @@ struct RunningPoolScope {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
+ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path) : num_threads_(num_threads), path_(path) {
   if (num_threads < 1 || num_threads > 1024)
     throw bad_input("thread count " + std::to_string(num_threads) + " is out of range (1..1024)");
+  if (path && !kernel_path_supported(*path))
+    throw unsupported(std::string("thread pool: kernel path ") + kernel_path_name(*path) +
+                      " is not supported by this CPU");
   for (int i = 1; i < num_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
@@ -67,6 +70,7 @@ void ThreadPool::run_job(int index) {
   std::exception_ptr err;
   try {
     RunningPoolScope scope(this);
+    const ScopedKernelPath path(job_path_);
     (*job_.load())(index);
   } catch (...) {
     err = std::current_exception();
@@ -100,6 +104,8 @@ void ThreadPool::worker(int index) {
 }
 
 void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
+  const KernelPath path = task_kernel_path();
+  const ScopedKernelPath caller_path(path);  // the caller's share runs under the job's path too
   if (num_threads_ == 1 || t_running_pool == this) {
     for (int t = 0; t < num_threads_; ++t) fn(t);
     return;
@@ -109,6 +115,7 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     std::lock_guard<std::mutex> lock(mu_);
     error_ = nullptr;
   }
+  job_path_ = path;
   job_.store(&fn);
   pending_.store(num_threads_ - 1);
   generation_.fetch_add(1);
@@ -148,6 +155,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, int64_t(num_threads_) * 4);
   if (chunks <= 1 || num_threads_ == 1 || t_running_pool == this) {
+    const ScopedKernelPath path(task_kernel_path());
     fn(0, n);
     return;
   }

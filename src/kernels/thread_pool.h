@@ -3,6 +3,9 @@
 // about a microsecond, then sleeps on a condition variable: an idle pool costs no CPU on a shared
 // machine. Kernels split their work into a partition that does not depend on the thread count, so a
 // kernel's result never depends on how many threads ran it.
+//
+// Kernel path: every task runs under the pool's own path when it was given one, else under the path
+// of the thread that submitted the work (kernels/cpu.h), on the workers as on the calling thread.
 #pragma once
 
 #include <atomic>
@@ -11,19 +14,28 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "kernels/cpu.h"
 
 namespace smolvlm {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_threads);  // num_threads >= 1 (the caller's thread counts as one)
+  // num_threads >= 1 (the caller's thread counts as one). With a path, all the pool's work runs on
+  // it whatever the submitting thread's path (Error(Unsupported) if the CPU cannot run it).
+  explicit ThreadPool(int num_threads, std::optional<KernelPath> path = std::nullopt);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return num_threads_; }
+  std::optional<KernelPath> kernel_path() const { return path_; }
+  // The path work submitted from the calling thread runs under: the pool's, else the caller's active
+  // path. Kernels choose their instruction set by it before they split the work.
+  KernelPath task_kernel_path() const { return path_ ? *path_ : active_kernel_path(); }
   // Calls fn(begin, end) over a partition of [0, n) into chunks of at least `grain` items; blocks
   // until all are done. Exceptions from fn are rethrown on the calling thread.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
@@ -38,6 +50,8 @@ class ThreadPool {
   void run_job(int index);
 
   int num_threads_;
+  std::optional<KernelPath> path_;
+  KernelPath job_path_ = KernelPath::Scalar;  // the current job's; written before generation_ moves
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable wake_, done_;

@@ -44,7 +44,7 @@ WeightRef matrix_view(const TensorView& t, int64_t rows, int64_t cols) {
                          std::to_string(rows) + ", " + std::to_string(cols) + "]");
   WeightRef w;
   w.data = t.data;
-  w.dtype = t.dtype;
+  w.format = dense_weight_format(t.dtype);
   w.rows = rows;
   w.cols = cols;
   return w;

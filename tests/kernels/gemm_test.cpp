@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,7 +45,7 @@ TestWeight make_weight(DType dt, int64_t N, int64_t K, std::mt19937& rng) {
   if (dt == DType::F32) {
     t.f32.resize(t.values.size());
     for (size_t i = 0; i < t.values.size(); ++i) t.f32[i] = t.values[i] = dist(rng);
-    t.ref = {t.f32.data(), dt, N, K};
+    t.ref = {t.f32.data(), dense_weight_format(dt), N, K};
   } else {
     t.half.resize(t.values.size());
     for (size_t i = 0; i < t.values.size(); ++i) {
@@ -52,7 +53,7 @@ TestWeight make_weight(DType dt, int64_t N, int64_t K, std::mt19937& rng) {
       t.half[i] = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
       t.values[i] = dt == DType::BF16 ? bf16_to_f32(t.half[i]) : f16_to_f32(t.half[i]);
     }
-    t.ref = {t.half.data(), dt, N, K};
+    t.ref = {t.half.data(), dense_weight_format(dt), N, K};
   }
   return t;
 }
@@ -177,10 +178,10 @@ TEST_P(LinearPathTest, EmptyKGivesBias) {
   float y[6] = {};
   const float x_dummy = 0;
   const float w_dummy = 0;
-  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, bias, y, pool);
+  linear(&x_dummy, 2, WeightRef{&w_dummy, WeightFormat::F32, 3, 0}, bias, y, pool);
   for (int m = 0; m < 2; ++m)
     for (int n = 0; n < 3; ++n) EXPECT_EQ(y[m * 3 + n], bias[n]);
-  linear(&x_dummy, 2, WeightRef{&w_dummy, DType::F32, 3, 0}, nullptr, y, pool);
+  linear(&x_dummy, 2, WeightRef{&w_dummy, WeightFormat::F32, 3, 0}, nullptr, y, pool);
   for (float v : y) EXPECT_EQ(v, 0.f);
 }
 
@@ -235,7 +236,7 @@ TEST_P(LinearPathTest, PackedWeightGivesTheBitsOfLinear) {
       for (int64_t m = 0; m < s.M; ++m)
         for (int64_t k = 0; k < K; ++k) x[m * K + k] = x_strided[m * ldx + k];
       std::vector<float> expected(size_t(s.M * N));
-      linear(x.data(), s.M, WeightRef{w.data(), DType::F32, N, K}, nullptr, expected.data(), pool);
+      linear(x.data(), s.M, WeightRef{w.data(), WeightFormat::F32, N, K}, nullptr, expected.data(), pool);
 
       PackedWeight rows, cols;
       rows.pack(w_strided.data(), s.N, s.K, ldw);
@@ -262,14 +263,15 @@ TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
   const std::vector<float> w(64, 1.f), x(64, 1.f);
   std::vector<float> y(64);
   PackedWeight pw;
-  set_kernel_path(KernelPath::Scalar);
+  std::optional<ScopedKernelPath> scope(std::in_place, KernelPath::Scalar);
   pw.pack(w.data(), 8, 8, 8);
   EXPECT_THROW(linear_packed(x.data(), 8, 4, pw, 8, 8, y.data(), 8), Error);  // ldx < K
   EXPECT_THROW(linear_packed(x.data(), 8, 8, pw, 9, 8, y.data(), 9), Error);  // more rows than packed
   EXPECT_THROW(linear_packed(x.data(), 8, 9, pw, 8, 9, y.data(), 8), Error);  // more columns than packed
   EXPECT_THROW(pw.pack(w.data(), 8, 8, 4), Error);                       // ld < cols
   for (KernelPath p : supported_kernel_paths()) {
-    set_kernel_path(p);
+    scope.reset();
+    scope.emplace(p);
     if (p == KernelPath::Scalar) {
       linear_packed(x.data(), 8, 8, pw, 8, 8, y.data(), 8);
       EXPECT_EQ(y[0], 8.f);
@@ -282,14 +284,13 @@ TEST(Linear, PackedWeightIsBoundToItsKernelPath) {
       }
     }
   }
-  reset_kernel_path();
 }
 
 TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
   ThreadPool pool(1);
   const float x[8] = {}, w[16] = {};
   float y1[2], y2[2];
-  const LinearOutput outs[] = {{WeightRef{w, DType::F32, 2, 4}, nullptr, y1}, {WeightRef{w, DType::F32, 2, 3}, nullptr, y2}};
+  const LinearOutput outs[] = {{WeightRef{w, WeightFormat::F32, 2, 4}, nullptr, y1}, {WeightRef{w, WeightFormat::F32, 2, 3}, nullptr, y2}};
   EXPECT_THROW(linear_shared_input(x, 1, outs, pool), Error);
 }
 
@@ -309,12 +310,11 @@ TEST(Linear, PathsAgreeWithinRounding) {
   std::vector<float> ref(size_t(s.M * s.N));
   linear_reference(x.data(), s.M, w.ref, nullptr, ref.data());
   for (KernelPath p : supported_kernel_paths()) {
-    set_kernel_path(p);
+    const ScopedKernelPath scope(p);  // ends with the iteration, also when ASSERT_NEAR returns early
     std::vector<float> y(ref.size());
     linear(x.data(), s.M, w.ref, nullptr, y.data(), pool);
     for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-4f) << kernel_path_name(p);
   }
-  reset_kernel_path();
 }
 
 TEST(Linear, RejectsBadArguments) {
@@ -322,7 +322,7 @@ TEST(Linear, RejectsBadArguments) {
   float x[4] = {}, y[4] = {};
   int32_t wi[4] = {};
   try {
-    linear(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y, pool);
+    linear(x, 1, WeightRef{wi, dense_weight_format(DType::I32), 2, 2}, nullptr, y, pool);
     FAIL() << "I32 weight accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
@@ -337,19 +337,109 @@ TEST(Linear, RejectsBadArguments) {
     }
     return ErrorKind::Internal;
   };
-  EXPECT_EQ(kind_of([&] { linear(x, -1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, -2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{nullptr, DType::F32, 2, 2}, nullptr, y, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(x, -1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, WeightFormat::F32, -2, 2}, nullptr, y, pool); }), ErrorKind::BadInput);
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{nullptr, WeightFormat::F32, 2, 2}, nullptr, y, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(nullptr, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, y, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(nullptr, 1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, y, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, DType::F32, 2, 2}, nullptr, nullptr, pool); }),
+  EXPECT_EQ(kind_of([&] { linear(x, 1, WeightRef{w, WeightFormat::F32, 2, 2}, nullptr, nullptr, pool); }),
             ErrorKind::BadInput);
-  EXPECT_EQ(kind_of([&] { linear_reference(x, 1, WeightRef{wi, DType::I32, 2, 2}, nullptr, y); }),
+  EXPECT_EQ(kind_of([&] { linear_reference(x, 1, WeightRef{wi, dense_weight_format(DType::I32), 2, 2}, nullptr, y); }),
             ErrorKind::Unsupported);
 }
 
+// The Unsupported error's message of f(), or "" when f() does not throw one.
+template <typename F>
+std::string unsupported_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unsupported) return e.what();
+  }
+  return "";
+}
+
+TEST(Linear, RefusesWeightFormatsWithoutAKernel) {
+  // Quantized formats are described (WeightRef::quant) but have no kernel yet; an unknown format
+  // value must not be read as fp32. Every path and every entry point refuses them by name.
+  ThreadPool pool(2);
+  float x[64] = {}, y[64] = {}, bias[8] = {};
+  const uint8_t codes[64] = {};
+  const uint16_t params[64] = {};
+  for (KernelPath p : supported_kernel_paths()) {
+    const ScopedKernelPath scope(p);
+    for (int64_t M : {1, 8}) {  // the GEMV and the blocked path
+      SCOPED_TRACE(std::string(kernel_path_name(p)) + " M=" + std::to_string(M));
+      for (WeightFormat f : {WeightFormat::Q8, WeightFormat::Q4, WeightFormat::Lut4}) {
+        WeightRef w{codes, f, 8, 8};
+        w.quant = QuantBlocks{8, 1, params, nullptr, params, params};
+        const std::string want = std::string("no kernel for weight format ") + weight_format_name(f) + " yet";
+        EXPECT_NE(unsupported_message([&] { linear(x, M, w, bias, y, pool); }).find(want), std::string::npos) << want;
+        EXPECT_NE(unsupported_message([&] { linear_reference(x, M, w, bias, y); }).find(want), std::string::npos);
+        const LinearOutput outs[] = {{WeightRef{x, WeightFormat::F32, 8, 8}, nullptr, y}, {w, nullptr, y}};
+        EXPECT_NE(unsupported_message([&] { linear_shared_input(x, M, outs, pool); }).find(want), std::string::npos);
+      }
+      const WeightRef unknown{x, static_cast<WeightFormat>(77), 8, 8};
+      EXPECT_NE(unsupported_message([&] { linear(x, M, unknown, nullptr, y, pool); }).find("unknown weight format 77"),
+                std::string::npos);
+    }
+  }
+  EXPECT_STREQ(weight_format_name(WeightFormat::Lut4), "LUT4");
+  EXPECT_TRUE(weight_format_is_quantized(WeightFormat::Q4));
+  EXPECT_FALSE(weight_format_is_quantized(WeightFormat::BF16));
+  EXPECT_EQ(dense_weight_format(DType::BF16), WeightFormat::BF16);
+  EXPECT_NE(unsupported_message([] { dense_weight_format(DType::I8); }).find("I8"), std::string::npos);
+}
+
+TEST(Linear, FaultInjectionBreaksEveryProductOnEveryPath) {
+  // The hook behind `smolvlm check`'s broken-kernel test: while on, every product (GEMV, blocked,
+  // shared input, packed) is off by a little on every path; once off, the bits are back.
+  std::mt19937 rng(21);
+  ThreadPool pool(2);
+  const int64_t N = 40, K = 64;
+  TestWeight w = make_weight(DType::F32, N, K, rng);
+  const std::vector<float> x = random_vector(size_t(20 * K), rng);
+  PackedWeight packed;
+  for (KernelPath p : supported_kernel_paths()) {
+    const ScopedKernelPath scope(p);
+    packed.pack(w.values.data(), N, K, K);
+    auto products = [&] {
+      std::vector<float> out;
+      for (int64_t M : {1, 20}) {
+        std::vector<float> y(size_t(M * N)), y2(y.size()), y3(y.size());
+        linear(x.data(), M, w.ref, nullptr, y.data(), pool);
+        const LinearOutput outs[] = {{w.ref, nullptr, y2.data()}};
+        linear_shared_input(x.data(), M, outs, pool);
+        linear_packed(x.data(), M, K, packed, N, K, y3.data(), N);
+        out.insert(out.end(), y.begin(), y.end());
+        out.insert(out.end(), y2.begin(), y2.end());
+        out.insert(out.end(), y3.begin(), y3.end());
+      }
+      return out;
+    };
+    const std::vector<float> good = products();
+    set_kernel_fault_injection(true);
+    const std::vector<float> bad = products();
+    set_kernel_fault_injection(false);
+    EXPECT_TRUE(bitwise_equal(products(), good)) << kernel_path_name(p);
+    // Each of the six products is wrong in its first element.
+    const size_t sizes[] = {size_t(N), size_t(N), size_t(N), size_t(20 * N), size_t(20 * N), size_t(20 * N)};
+    size_t at = 0;
+    for (size_t part = 0; part < 6; ++part) {
+      EXPECT_NEAR(bad[at] - good[at], 1e-3f, 1e-4f) << kernel_path_name(p) << " product " << part;
+      at += sizes[part];
+    }
+  }
+}
+
+// Undoes set_kernel_path() when the test ends, however it ends.
+struct ProcessPathReset {
+  ~ProcessPathReset() { reset_kernel_path(); }
+};
+
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {
+  const ProcessPathReset reset;
   for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
     if (kernel_path_supported(p)) {
       set_kernel_path(p);

@@ -129,9 +129,8 @@ TEST_P(GoldenCase, BitwiseAcrossThreadCountsAndCloseAcrossKernelPaths) {
   const CaseRun again = run_case(g, 2);
   EXPECT_EQ(again.generation.step_logits, two.generation.step_logits) << "repeated run";
 
-  const KernelPath original = active_kernel_path();
   for (KernelPath path : supported_kernel_paths()) {
-    set_kernel_path(path);
+    const ScopedKernelPath scope(path);  // ends with the iteration, also when an assertion returns early
     const CaseRun p = run_case(g, 2);
     const auto n = static_cast<int64_t>(two.generation.step_logits.size());
     ASSERT_EQ(static_cast<int64_t>(p.generation.step_logits.size()), n) << kernel_path_name(path);
@@ -139,7 +138,6 @@ TEST_P(GoldenCase, BitwiseAcrossThreadCountsAndCloseAcrossKernelPaths) {
     EXPECT_LE(test::max_abs_diff(p.generation.step_logits.data(), two.generation.step_logits.data(), n), kTolerance)
         << kernel_path_name(path);
   }
-  set_kernel_path(original);
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, GoldenCase, ::testing::ValuesIn(test::golden_cases()),

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <set>
 #include <vector>
 
 #include "core/error.h"
@@ -44,12 +45,17 @@ TEST(Sampler, DeterministicForASeedAndRestrictedByTopK) {
   Sampler p(o);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(p.next(logits(), {}), 1);
   o.top_p = 1.0f;
-  o.min_p = 0.95f;  // within 5% of the top probability: token 4 (1.9) is kept only if exp(-0.1/1.5) >= 0.95
-  Sampler m(o);
-  for (int i = 0; i < 50; ++i) {
-    const int64_t id = m.next(logits(), {});
-    EXPECT_TRUE(id == 1 || id == 4) << id;
-  }
+  // min-p (HF MinPLogitsWarper) keeps the tokens whose probability is >= min_p times the top one's.
+  // At temperature 1.5, token 4 (logit 1.9) has exp(-0.1/1.5) = 0.9355 of token 1's (2.0) probability
+  // and token 3 (1.5) exp(-0.5/1.5) = 0.7165 of it.
+  o.min_p = 0.95f;  // 0.9355 < 0.95: only token 1 is kept
+  Sampler only_top(o);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(only_top.next(logits(), {}), 1);
+  o.min_p = 0.93f;  // 0.7165 < 0.93 <= 0.9355: tokens 1 and 4 are kept, both about equally likely
+  Sampler top_two(o);
+  std::set<int64_t> drawn;
+  for (int i = 0; i < 50; ++i) drawn.insert(top_two.next(logits(), {}));
+  EXPECT_EQ(drawn, (std::set<int64_t>{1, 4}));
 }
 
 TEST(Sampler, OutOfRangeOptionsAreBadInput) {

@@ -1,6 +1,6 @@
 #include <immintrin.h>
 
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 
 namespace smolvlm::ceilings_detail {
 

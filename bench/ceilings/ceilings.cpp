@@ -1,4 +1,4 @@
-#include "kernels/ceilings.h"
+#include "ceilings/ceilings.h"
 
 #include <algorithm>
 #include <atomic>
