@@ -49,7 +49,7 @@ struct smolvlm_model {
 
 struct smolvlm_session {
   smolvlm_session(smolvlm_model& m, int64_t capacity)
-      : model(m), pool(m.threads), session(m.weights(), pool, capacity) {}
+      : model(m), pool(m.threads, m.kernel_path), session(m.weights(), pool, capacity) {}
   smolvlm_model& model;
   smolvlm::ThreadPool pool;
   smolvlm::Session session;

@@ -131,7 +131,7 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
                     std::to_string(m.max_context));
   ThreadPool* pool = session ? &session->pool : nullptr;
   std::optional<ThreadPool> request_pool;
-  if (!pool) pool = &request_pool.emplace(m.threads);
+  if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path);
   const Model& model = m.weights();
   PreparedPrompt prompt = prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool);
   const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
