@@ -53,7 +53,7 @@ const Command kCaption{"caption", "Describe images (or answer --prompt about the
   sub.add_flag("--pull", f->pull, "download the model into the HuggingFace cache first when it is not there");
   return [f, &sub]() {
     if (f->images.empty() && f->messages.empty())
-      throw UsageError("caption: give at least one image (or --messages with images)");
+      throw UsageError("give at least one image (or --messages)");
     if (f->check && !check_passes(f->verbose)) return 1;
     if (f->pull) {  // a local folder or a cached model is used as is; nothing is downloaded then
       hub::PullOptions po;

@@ -25,9 +25,9 @@ const Command kGenerate{"generate", "Generate text from a prompt with a Llama-fa
   add_generation_flags(sub, *f, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder");
   return [f, &sub]() {
     const bool has_prompt = sub.count("--prompt") > 0;
-    if (!has_prompt && f->messages.empty()) throw UsageError("generate: give --prompt or --messages");
+    if (!has_prompt && f->messages.empty()) throw UsageError("give --prompt or --messages");
     if (!f->messages.empty() && has_prompt && !f->chat)
-      throw UsageError("generate: --messages with --prompt needs --chat (the prompt becomes the last user turn)");
+      throw UsageError("--messages with --prompt needs --chat (the prompt becomes the last user turn)");
     return run_generation(*f, [&](const api::Model&, smolvlm_request& req, api::Chat& chat) {
       if (f->chat || !f->messages.empty()) {
         if (!f->messages.empty()) add_messages_file(f->messages, chat);

@@ -72,8 +72,11 @@ void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& 
   sub.add_option("--min-p", f.min_p, "drop tokens below min-p times the top probability (0: off)");
   sub.add_option("--repetition-penalty", f.repetition_penalty, "HF repetition penalty (1: off)");
   sub.add_option("--seed", f.seed, "random seed for sampling");
-  sub.add_option("--stop", f.stop, "stop where the text contains this string (repeatable; not printed)");
-  sub.add_option("--stop-id", f.stop_ids, "stop after this token id, besides the model's eos ids (repeatable)");
+  // One value per flag, so that a positional argument after them is never taken for another stop.
+  sub.add_option("--stop", f.stop, "stop where the text contains this string (repeatable; not printed)")
+      ->allow_extra_args(false);
+  sub.add_option("--stop-id", f.stop_ids, "stop after this token id, besides the model's eos ids (repeatable)")
+      ->allow_extra_args(false);
   sub.add_flag("--json", f.json,
                "print {\"text\",\"token_ids\",\"prompt_tokens\",\"stopped_on_eos\",\"finish_reason\",\"timings\"} "
                "instead of streaming");
@@ -116,7 +119,7 @@ int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
 }
 
 const char* messages_help() {
-  return "a JSON file of earlier chat turns in OpenAI's shape: [{\"role\": \"system\"|\"user\"|\"assistant\", "
+  return "a JSON file in OpenAI's message shape: [{\"role\": \"system\"|\"user\"|\"assistant\", "
          "\"content\": \"text\" or [{\"type\": \"text\", \"text\": ...}, {\"type\": \"image_url\", "
          "\"image_url\": {\"url\": \"PATH or file://PATH\"}}]}, ...]";
 }
