@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/messages.h"
+
 namespace smolvlm::cli {
 
 struct GenerationFlags {
@@ -31,9 +33,5 @@ void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& 
 // prints the result as the flags ask and returns the exit code.
 using FillPrompt = std::function<void(const api::Model&, smolvlm_request&, api::Chat& chat)>;
 int run_generation(const GenerationFlags& f, const FillPrompt& fill);
-
-// Adds the turns of an OpenAI-style messages file (see messages_help()) to `chat`.
-void add_messages_file(const std::string& path, api::Chat& chat);
-const char* messages_help();
 
 }  // namespace smolvlm::cli
