@@ -17,8 +17,15 @@ namespace {
 
 // Under AddressSanitizer the measuring loops are instrumented (their registers spill to checked
 // stack slots): the figures stay within the hardware's bounds but no longer relate as it does.
+// GCC defines __SANITIZE_ADDRESS__; clang 14 reports the sanitizer through __has_feature only.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kInstrumented = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kInstrumented = true;
+#else
+constexpr bool kInstrumented = false;
+#endif
 #else
 constexpr bool kInstrumented = false;
 #endif
