@@ -4,6 +4,7 @@
 #include "api/handles.h"
 #include "core/error.h"
 #include "hub/model_ref.h"
+#include "model/spec.h"
 #include "runtime/kv_cache.h"
 
 using namespace smolvlm;
@@ -48,17 +49,16 @@ int thread_count(int32_t asked) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-// Weight bytes a decode step reads: every decoder tensor but the embedding table (one row per
-// token), and the lm_head, which is the embedding table when tied.
-int64_t decode_bytes(const Checkpoint& ck) {
+// Weight bytes a decode step reads: every tensor of the decoder but the embedding table (one row
+// per token), and the lm_head, which is the embedding table itself when tied.
+int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
   int64_t bytes = 0;
-  for (const auto& [name, t] : ck.tensors())
-    if (name.find("vision_model") == std::string::npos && name.find("connector") == std::string::npos &&
-        name.find("embed_tokens") == std::string::npos)
-      bytes += static_cast<int64_t>(t.nbytes);
-  if (!ck.find("lm_head.weight"))
-    for (const auto& [name, t] : ck.tensors())
-      if (name.find("embed_tokens") != std::string::npos) bytes += static_cast<int64_t>(t.nbytes);
+  for (const ExpectedTensor& t : all_tensors(model_spec(cfg))) {
+    if (t.component != Component::Text && t.component != Component::LmHead) continue;
+    if (t.role == Role::Embedding || t.presence == Presence::Absent) continue;
+    const TensorView* stored = ck.find(t.presence == Presence::Tied ? t.tied_to : t.name);
+    if (stored) bytes += static_cast<int64_t>(stored->nbytes);
+  }
   return bytes;
 }
 
@@ -153,7 +153,7 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
     }
     if (model->model) {
       r.file_bytes = static_cast<int64_t>(model->model->checkpoint().file_bytes());
-      r.decode_bytes = decode_bytes(model->model->checkpoint());
+      r.decode_bytes = decode_bytes(cfg, model->model->checkpoint());
     }
     const size_t n = std::min(info->struct_size, sizeof(r));
     r.struct_size = info->struct_size;
