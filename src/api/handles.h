@@ -82,10 +82,13 @@ T read_struct(const T* given, const T& defaults, const char* name) {
 char* copy_string(const std::string& s);
 int32_t* copy_ids(const std::vector<int32_t>& ids);
 
-// The engine-side form of a request.
+// The engine-side form of a request and of its images (`where` names the image in messages).
+ImageInput image_input(const smolvlm_image& image, const std::string& where);
 PromptInput prompt_input(const smolvlm_request& r);
 RequestOptions request_options(const smolvlm_request& r);
 TextSink text_sink(const smolvlm_request& r);
+// Error(BadInput) unless 0 <= context <= the model's max_context.
+void check_context(const smolvlm_model& m, int64_t context);
 void fill_result(const RequestResult& r, smolvlm_result* out);
 
 }  // namespace smolvlm::capi

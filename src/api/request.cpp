@@ -9,20 +9,17 @@ using namespace smolvlm;
 
 namespace smolvlm::capi {
 
-namespace {
-
-ImageInput image_input(const smolvlm_image& im, size_t message, size_t part) {
-  const std::string where = "message " + std::to_string(message) + " part " + std::to_string(part);
+ImageInput image_input(const smolvlm_image& im, const std::string& where) {
   ImageInput out;
   switch (im.kind) {
     case SMOLVLM_IMAGE_PATH:
-      if (!im.path || !*im.path) throw bad_input(where + ": an image file part without a path");
+      if (!im.path || !*im.path) throw bad_input(where + ": an image file without a path");
       out.kind = ImageInput::Kind::Path;
       out.path = im.path;
       return out;
     case SMOLVLM_IMAGE_ENCODED:
     case SMOLVLM_IMAGE_RGB8:
-      if (!im.data || im.size == 0) throw bad_input(where + ": an image part without data");
+      if (!im.data || im.size == 0) throw bad_input(where + ": an image without data");
       out.kind = im.kind == SMOLVLM_IMAGE_ENCODED ? ImageInput::Kind::Encoded : ImageInput::Kind::Rgb8;
       out.bytes = {im.data, im.size};
       out.width = im.width;
@@ -31,6 +28,8 @@ ImageInput image_input(const smolvlm_image& im, size_t message, size_t part) {
   }
   throw bad_input(where + ": unknown image kind " + std::to_string(static_cast<int>(im.kind)));
 }
+
+namespace {
 
 ChatRole role_of(smolvlm_role role, size_t message) {
   switch (role) {
@@ -60,7 +59,7 @@ PromptInput prompt_input(const smolvlm_request& r) {
         part.text = p.text;
       } else if (p.kind == SMOLVLM_PART_IMAGE) {
         part.is_image = true;
-        part.image = image_input(p.image, i, j);
+        part.image = image_input(p.image, "message " + std::to_string(i) + " part " + std::to_string(j));
       } else {
         throw bad_input("message " + std::to_string(i) + " part " + std::to_string(j) + ": unknown part kind " +
                         std::to_string(static_cast<int>(p.kind)));
@@ -94,6 +93,13 @@ RequestOptions request_options(const smolvlm_request& r) {
   return o;
 }
 
+void check_context(const smolvlm_model& m, int64_t context) {
+  if (context < 0) throw bad_input("context must be >= 0, got " + std::to_string(context));
+  if (context > m.max_context)
+    throw bad_input("context " + std::to_string(context) + " exceeds the model's max_context " +
+                    std::to_string(m.max_context));
+}
+
 TextSink text_sink(const smolvlm_request& r) {
   if (!r.on_piece) return {};
   return [cb = r.on_piece, user = r.user_data](std::string_view piece) { return cb(piece.data(), piece.size(), user) != 0; };
@@ -125,10 +131,7 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
   const PromptInput input = capi::prompt_input(req);
   const RequestOptions options = capi::request_options(req);
   const TextSink sink = capi::text_sink(req);
-  if (req.context < 0) throw bad_input("context must be >= 0, got " + std::to_string(req.context));
-  if (req.context > m.max_context)
-    throw bad_input("context " + std::to_string(req.context) + " exceeds the model's max_context " +
-                    std::to_string(m.max_context));
+  capi::check_context(m, req.context);
   ThreadPool* pool = session ? &session->pool : nullptr;
   std::optional<ThreadPool> request_pool;
   if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path);
@@ -198,10 +201,7 @@ smolvlm_status smolvlm_generate(smolvlm_model* model, const smolvlm_request* req
 smolvlm_status smolvlm_session_create(smolvlm_model* model, int64_t context, smolvlm_session** out) {
   if (!out) return capi::fail(SMOLVLM_ERR_STATE, "smolvlm_session_create: the output pointer is NULL");
   return capi::guarded(model, [&] {
-    if (context < 0) throw bad_input("context must be >= 0, got " + std::to_string(context));
-    if (context > model->max_context)
-      throw bad_input("context " + std::to_string(context) + " exceeds the model's max_context " +
-                      std::to_string(model->max_context));
+    capi::check_context(*model, context);
     *out = new smolvlm_session(*model, context > 0 ? context : model->max_context);
   });
 }

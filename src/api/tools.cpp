@@ -58,24 +58,7 @@ smolvlm_status smolvlm_preprocess_image(const char* ref, const smolvlm_image* im
     const auto path = resolve_model_dir(ref ? ref : "") / "preprocessor_config.json";
     const ImageProcessorConfig config = parse_image_processor_config(read_file(path), path.string());
     const std::optional<bool> do_split = split < 0 ? std::nullopt : std::optional<bool>(split == 1);
-    RgbImage rgb;
-    switch (image->kind) {
-      case SMOLVLM_IMAGE_PATH:
-        if (!image->path) throw bad_input("an image file without a path");
-        rgb = load_image(image->path);
-        break;
-      case SMOLVLM_IMAGE_ENCODED:
-        if (!image->data) throw bad_input("image bytes without data");
-        rgb = load_image_from_memory(image->data, image->size, "image bytes");
-        break;
-      case SMOLVLM_IMAGE_RGB8:
-        if (!image->data || image->width <= 0 || image->height <= 0 ||
-            image->size != size_t(image->width) * size_t(image->height) * 3)
-          throw bad_input("RGB8 image: expected width*height*3 bytes with width, height >= 1");
-        rgb = {image->width, image->height, std::vector<uint8_t>(image->data, image->data + image->size)};
-        break;
-      default: throw bad_input("unknown image kind " + std::to_string(static_cast<int>(image->kind)));
-    }
+    const RgbImage rgb = decode_image(capi::image_input(*image, "the image"));
     const PreprocessedImage p = preprocess_idefics3(rgb, config, do_split);
     smolvlm_pixels r{};
     r.struct_size = sizeof(r);

@@ -59,17 +59,7 @@ PreprocessedImage preprocess_one(const ImageInput& image, const ImageProcessorCo
     case ImageInput::Kind::Path: return load_and_preprocess_idefics3(image.path, config, split);
     case ImageInput::Kind::Encoded:
       return load_and_preprocess_idefics3(image.bytes.data(), image.bytes.size(), image.name(), config, split);
-    case ImageInput::Kind::Rgb8: {
-      if (image.width <= 0 || image.height <= 0 || image.width > (int64_t(1) << 20) || image.height > (int64_t(1) << 20))
-        throw bad_input("RGB8 image: width and height must be in [1, 2^20], got " + std::to_string(image.width) + "x" +
-                        std::to_string(image.height));
-      if (image.bytes.data() == nullptr || image.bytes.size() != size_t(image.width * image.height * 3))
-        throw bad_input("RGB8 image " + std::to_string(image.width) + "x" + std::to_string(image.height) + ": expected " +
-                        std::to_string(image.width * image.height * 3) + " bytes, got " +
-                        std::to_string(image.bytes.size()));
-      RgbImage rgb{image.width, image.height, std::vector<uint8_t>(image.bytes.begin(), image.bytes.end())};
-      return preprocess_idefics3(rgb, config, split);
-    }
+    case ImageInput::Kind::Rgb8: return preprocess_idefics3(decode_image(image), config, split);
   }
   throw internal_error("unknown image kind");
 }
@@ -148,6 +138,24 @@ std::string ImageInput::name() const {
     case Kind::Rgb8: return "RGB8 image";
   }
   return "image";
+}
+
+RgbImage decode_image(const ImageInput& image) {
+  switch (image.kind) {
+    case ImageInput::Kind::Path: return load_image(image.path);
+    case ImageInput::Kind::Encoded: return load_image_from_memory(image.bytes.data(), image.bytes.size(), image.name());
+    case ImageInput::Kind::Rgb8: {
+      if (image.width <= 0 || image.height <= 0 || image.width > (int64_t(1) << 20) || image.height > (int64_t(1) << 20))
+        throw bad_input("RGB8 image: width and height must be in [1, 2^20], got " + std::to_string(image.width) + "x" +
+                        std::to_string(image.height));
+      if (image.bytes.data() == nullptr || image.bytes.size() != size_t(image.width * image.height * 3))
+        throw bad_input("RGB8 image " + std::to_string(image.width) + "x" + std::to_string(image.height) + ": expected " +
+                        std::to_string(image.width * image.height * 3) + " bytes, got " +
+                        std::to_string(image.bytes.size()));
+      return RgbImage{image.width, image.height, std::vector<uint8_t>(image.bytes.begin(), image.bytes.end())};
+    }
+  }
+  throw internal_error("unknown image kind");
 }
 
 const char* role_name(ChatRole r) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "image/image.h"
 #include "kernels/thread_pool.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -35,6 +36,9 @@ struct ContentPart {
   std::string text;
   ImageInput image;
 };
+
+// The image's RGB pixels, as HF's load_image gives them (RGB8 input checked and copied as is).
+RgbImage decode_image(const ImageInput& image);
 
 enum class ChatRole { System, User, Assistant };
 const char* role_name(ChatRole r);  // "system", "user", "assistant"
