@@ -53,7 +53,9 @@ void add_messages_json(const std::string& text, const std::string& path, api::Ch
     }
     if (!content.is_array()) throw bad(i, "content must be a string or an array of parts");
     for (const auto& part : content) {
-      const std::string type = part.is_object() ? part.value("type", "") : "";
+      // value("type", "") would throw nlohmann's type_error for a non-string type: read it by hand.
+      const std::string type =
+          part.is_object() && part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
       if (type == "text" && part.contains("text") && part["text"].is_string()) {
         chat.text(part["text"].get<std::string>());
       } else if (type == "image_url" && part.contains("image_url") && part["image_url"].is_object() &&

@@ -30,7 +30,7 @@ static std::string pick_template(const OJson& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_array()) {
     for (auto& t : v)
-      if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string())
+      if (t.is_object() && t.contains("name") && t["name"] == "default" && t.contains("template") && t["template"].is_string())
         return t["template"].get<std::string>();
     throw bad_input(where + ": a list of chat templates without one named \"default\"");
   }
