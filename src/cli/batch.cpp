@@ -1,0 +1,354 @@
+#include "cli/batch.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/messages.h"
+
+namespace smolvlm::cli {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+api::Error bad_job(const std::string& where, const std::string& what) {
+  return api::Error(SMOLVLM_ERR_BAD_INPUT, where + ": " + what);
+}
+
+std::string dump_line(const ojson& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+ojson error_object(smolvlm_status status, const std::string& message) {
+  return ojson{{"code", error_code_name(status)}, {"message", message}};
+}
+
+// The output file, locked for this run; appends whole lines.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open for writing: " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw api::Error(SMOLVLM_ERR_IO, path + ": another process is writing this output");
+    }
+  }
+  ~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // The complete lines already there; a partial last line (a crash mid-write) is cut off.
+  std::string complete_lines() {
+    std::string text;
+    char buf[1 << 16];
+    for (off_t at = 0;;) {
+      const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n < 0) throw api::Error(SMOLVLM_ERR_IO, path_ + ": cannot read: " + std::strerror(errno));
+      if (n == 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      at += n;
+    }
+    const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    if (keep != text.size()) {
+      if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
+        throw api::Error(SMOLVLM_ERR_IO, path_ + ": cannot cut off a partial last line: " + std::strerror(errno));
+      text.resize(keep);
+    }
+    return text;
+  }
+
+  void append(const std::string& line) {
+    for (size_t at = 0; at < line.size();) {
+      const ssize_t n = ::write(fd_, line.data() + at, line.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw api::Error(SMOLVLM_ERR_IO, path_ + ": cannot write: " + std::strerror(errno));
+      at += static_cast<size_t>(n);
+    }
+  }
+
+  void sync() {
+    if (::fsync(fd_) != 0) throw api::Error(SMOLVLM_ERR_IO, path_ + ": cannot sync: " + std::strerror(errno));
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// The keys of the lines an earlier run wrote.
+std::unordered_set<std::string> finished_keys(const std::string& text) {
+  std::unordered_set<std::string> keys;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;  // not ours: redone
+    if (j.contains("id")) {
+      if (auto k = job_key(j["id"])) keys.insert(*k);
+    } else if (j.contains("line") && j["line"].is_number_integer()) {
+      keys.insert("line:" + std::to_string(j["line"].get<int64_t>()));
+    }
+  }
+  return keys;
+}
+
+struct InputLine {
+  int64_t line_no;
+  std::string key;
+  nlohmann::json job;   // discarded (null) when the line is an error
+  ojson error_record;   // set for a line that cannot be a job
+};
+
+bool is_blank(const std::string& s) { return s.find_first_not_of(" \t\r") == std::string::npos; }
+
+std::vector<InputLine> read_input(const std::string& path, BatchSummary& summary) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
+  std::vector<InputLine> lines;
+  std::unordered_map<std::string, int64_t> first_line;
+  std::string text;
+  for (int64_t line_no = 1; std::getline(in, text); ++line_no) {
+    if (is_blank(text)) continue;
+    ++summary.lines;
+    InputLine l{line_no, "line:" + std::to_string(line_no), nullptr, nullptr};
+    auto line_error = [&](const std::string& what) {
+      l.error_record = ojson{{"line", line_no},
+                             {"error", error_object(SMOLVLM_ERR_BAD_INPUT, path + ":" + std::to_string(line_no) + ": " + what)}};
+    };
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    std::optional<std::string> key;
+    if (j.is_discarded()) line_error("not valid JSON");
+    else if (!j.is_object()) line_error("expected a JSON object {\"id\": ..., ...}");
+    else if (!j.contains("id")) line_error("no \"id\"");
+    else if (!(key = job_key(j["id"]))) line_error("\"id\" must be a string or an integer");
+    else if (auto seen = first_line.find(*key); seen != first_line.end())
+      line_error("id " + j["id"].dump() + " repeats the id of line " + std::to_string(seen->second));
+    else {
+      first_line.emplace(*key, line_no);
+      l.key = *key;
+      l.job = std::move(j);
+    }
+    lines.push_back(std::move(l));
+  }
+  if (in.bad()) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot read");
+  return lines;
+}
+
+template <typename T>
+T number(const nlohmann::json& j, const char* key, const std::string& where) {
+  const auto& v = j[key];
+  if constexpr (std::is_integral_v<T>) {
+    const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                      : v.is_number_integer() ? v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                                    (std::is_unsigned_v<T> || v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<T>::max()))
+                                              : false;
+    if (!fits) throw bad_job(where, std::string("\"") + key + "\" must be an integer in range, not " + v.dump());
+    return v.get<T>();
+  } else {
+    if (!v.is_number()) throw bad_job(where, std::string("\"") + key + "\" must be a number");
+    return v.get<T>();
+  }
+}
+
+std::vector<std::string> string_list(const nlohmann::json& j, const char* key, const std::string& where) {
+  const auto& v = j[key];
+  if (!v.is_array()) throw bad_job(where, std::string("\"") + key + "\" must be an array of strings");
+  std::vector<std::string> out;
+  for (const auto& s : v) {
+    if (!s.is_string()) throw bad_job(where, std::string("\"") + key + "\" must be an array of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+ojson result_record(const nlohmann::json& id, const api::Result& r) {
+  ojson j{{"id", id}};
+  const ojson fields = result_json(r.raw(), r.raw().timings.load_s);
+  for (auto it = fields.begin(); it != fields.end(); ++it) j[it.key()] = *it;
+  return j;
+}
+
+}  // namespace
+
+std::function<void(int64_t, int64_t, int64_t)> progress_bar(std::FILE* out) {
+  struct State {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+  };
+  auto st = std::make_shared<State>();
+  return [out, st](int64_t done, int64_t total, int64_t errors) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done != total && done != 0 && now - st->last < std::chrono::milliseconds(100)) return;
+    st->last = now;
+    const double secs = std::chrono::duration<double>(now - st->start).count();
+    const double rate = secs > 0 ? done / secs : 0;
+    const int width = 30;
+    const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(width, '.');
+    char eta[32] = "--:--";
+    if (rate > 0) {
+      const auto left = static_cast<long long>((total - done) / rate + 0.5);
+      std::snprintf(eta, sizeof eta, "%lld:%02lld", left / 60, left % 60);
+    }
+    std::fprintf(out, "\r[%s] %lld/%lld, %lld errors, %.2f items/s, ETA %s ", bar.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), static_cast<long long>(errors), rate, eta);
+    if (done == total) std::fputc('\n', out);
+    std::fflush(out);
+  };
+}
+
+const char* error_code_name(smolvlm_status status) {
+  switch (status) {
+    case SMOLVLM_OK: return "ok";
+    case SMOLVLM_ERR_BAD_INPUT: return "bad_input";
+    case SMOLVLM_ERR_UNSUPPORTED: return "unsupported";
+    case SMOLVLM_ERR_IO: return "io";
+    case SMOLVLM_ERR_STATE: return "state";
+    case SMOLVLM_ERR_INTERNAL: return "internal";
+  }
+  return "internal";
+}
+
+nlohmann::ordered_json result_json(const smolvlm_result& r, double load_s) {
+  nlohmann::ordered_json j;
+  j["text"] = std::string(r.text ? r.text : "", r.text_size);
+  j["token_ids"] = std::vector<int32_t>(r.token_ids, r.token_ids + r.n_tokens);
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["stopped_on_eos"] = r.finish_reason == SMOLVLM_FINISH_EOS;
+  j["finish_reason"] = smolvlm_finish_reason_name(r.finish_reason);
+  const smolvlm_timings& t = r.timings;
+  j["timings"] = {{"load_s", load_s},         {"preprocess_s", t.preprocess_s}, {"vision_s", t.vision_s},
+                  {"prefill_s", t.prefill_s}, {"decode_s", t.decode_s},         {"kernel_path", r.kernel_path}};
+  return j;
+}
+
+std::optional<std::string> job_key(const nlohmann::json& id) {
+  if (id.is_string()) return "s:" + id.get<std::string>();
+  if (id.is_number_integer()) return "n:" + id.dump();
+  return std::nullopt;
+}
+
+int64_t job_shard(const std::string& key, int64_t count) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h % static_cast<uint64_t>(count));
+}
+
+void parse_job(const nlohmann::json& j, const std::string& where, const JobDefaults& d, Job& job) {
+  static const std::set<std::string> kKeys = {"id",    "images", "prompt", "messages", "max_new_tokens",
+                                              "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
+                                              "seed",  "split",  "stop",   "stop_ids"};
+  for (const auto& [k, v] : j.items())
+    if (!kKeys.count(k)) throw bad_job(where, "unknown key \"" + k + "\"");
+  job.id = j["id"];
+  smolvlm_request& r = job.request;
+  smolvlm_request_init(&r);
+  r.max_new_tokens = j.contains("max_new_tokens") ? number<int64_t>(j, "max_new_tokens", where) : d.max_new_tokens;
+  r.split = d.split;
+  if (j.contains("split")) {
+    if (!j["split"].is_boolean()) throw bad_job(where, "\"split\" must be true or false");
+    r.split = j["split"].get<bool>() ? 1 : 0;
+  }
+  r.sampling = d.sampling;
+  if (j.contains("temperature")) r.sampling.temperature = number<float>(j, "temperature", where);
+  if (j.contains("top_k")) r.sampling.top_k = number<int32_t>(j, "top_k", where);
+  if (j.contains("top_p")) r.sampling.top_p = number<float>(j, "top_p", where);
+  if (j.contains("min_p")) r.sampling.min_p = number<float>(j, "min_p", where);
+  if (j.contains("repetition_penalty")) r.sampling.repetition_penalty = number<float>(j, "repetition_penalty", where);
+  if (j.contains("seed")) r.sampling.seed = number<uint64_t>(j, "seed", where);
+  if (j.contains("stop")) job.stops = string_list(j, "stop", where);
+  for (const auto& s : job.stops) job.stop_ptrs.push_back(s.c_str());
+  r.stop = job.stop_ptrs.data();
+  r.n_stop = job.stop_ptrs.size();
+  if (j.contains("stop_ids")) {
+    if (!j["stop_ids"].is_array()) throw bad_job(where, "\"stop_ids\" must be an array of integers");
+    for (const auto& v : j["stop_ids"]) {
+      if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
+        throw bad_job(where, "\"stop_ids\" must be an array of token ids");
+      job.stop_ids.push_back(v.get<int32_t>());
+    }
+  }
+  r.stop_ids = job.stop_ids.data();
+  r.n_stop_ids = job.stop_ids.size();
+
+  const std::vector<std::string> images = j.contains("images") ? string_list(j, "images", where) : std::vector<std::string>{};
+  if (j.contains("messages")) {
+    if (j.contains("prompt")) throw bad_job(where, "give \"prompt\" or \"messages\", not both");
+    if (!images.empty()) throw bad_job(where, "with \"messages\", give images as image_url parts of the messages");
+    add_messages_json(j["messages"].dump(), where + ": \"messages\"", job.chat);
+  } else {
+    if (j.contains("prompt") && !j["prompt"].is_string()) throw bad_job(where, "\"prompt\" must be a string");
+    if (images.empty() && !j.contains("prompt")) throw bad_job(where, "a job needs \"images\", a \"prompt\" or \"messages\"");
+    job.chat.add(SMOLVLM_ROLE_USER);
+    for (const auto& path : images) job.chat.image_file(path);
+    job.chat.text(j.contains("prompt") ? j["prompt"].get<std::string>() : d.prompt);
+  }
+  job.chat.fill(r);
+}
+
+BatchSummary run_batch(const api::Model& model, const BatchOptions& o) {
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count)
+    throw api::Error(SMOLVLM_ERR_BAD_INPUT, "shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
+                                               ": expected I/N with 0 <= I < N");
+  const auto t0 = std::chrono::steady_clock::now();
+  BatchSummary s;
+  std::vector<InputLine> lines = read_input(o.input, s);
+  OutputFile out(o.output);
+  const std::string existing = out.complete_lines();
+  if (!o.resume && !existing.empty())
+    throw api::Error(SMOLVLM_ERR_BAD_INPUT, o.output + ": already holds results (resume to continue it, or remove it)");
+  const auto finished = finished_keys(existing);
+
+  std::vector<const InputLine*> todo;
+  for (const auto& l : lines) {
+    if (job_shard(l.key, o.shard_count) != o.shard_index) continue;
+    ++s.in_shard;
+    if (finished.count(l.key)) ++s.skipped;
+    else todo.push_back(&l);
+  }
+  if (o.on_progress) o.on_progress(0, static_cast<int64_t>(todo.size()), 0);
+  for (const InputLine* l : todo) {
+    ojson record;
+    if (l->job.is_null()) {
+      record = l->error_record;
+    } else {
+      Job job;
+      try {
+        parse_job(l->job, o.input + ":" + std::to_string(l->line_no), o.defaults, job);
+        record = result_record(job.id, model.generate(job.request));
+      } catch (const api::Error& e) {
+        record = ojson{{"id", l->job["id"]}, {"error", error_object(e.status(), e.what())}};
+      } catch (const std::bad_alloc&) {
+        record = ojson{{"id", l->job["id"]}, {"error", error_object(SMOLVLM_ERR_IO, "out of memory")}};
+      } catch (const std::exception& e) {
+        record = ojson{{"id", l->job["id"]}, {"error", error_object(SMOLVLM_ERR_INTERNAL, e.what())}};
+      }
+    }
+    if (record.contains("error")) ++s.errors;
+    out.append(dump_line(record));
+    ++s.done;
+    if (o.on_progress) o.on_progress(s.done, static_cast<int64_t>(todo.size()), s.errors);
+  }
+  out.sync();
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+}  // namespace smolvlm::cli
