@@ -100,7 +100,10 @@ void add_image(Request& r, py::handle obj, size_t index) {
   }
   smolvlm_image im{};
   if (PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr()) || PyMemoryView_Check(obj.ptr())) {
-    r.buffers.push_back(py::bytes(py::reinterpret_borrow<py::object>(obj)).cast<std::string>());
+    // bytes and bytearray are contiguous; a memoryview may not be: tobytes() copies it in order.
+    py::object contiguous = PyMemoryView_Check(obj.ptr()) ? obj.attr("tobytes")() : py::reinterpret_borrow<py::object>(obj);
+    const py::buffer_info b = py::reinterpret_borrow<py::buffer>(contiguous).request();
+    r.buffers.emplace_back(static_cast<const char*>(b.ptr), static_cast<size_t>(b.size * b.itemsize));
     im.kind = SMOLVLM_IMAGE_ENCODED;
   } else if (py::isinstance<py::array>(obj)) {
     auto a = py::reinterpret_borrow<py::array>(obj);
