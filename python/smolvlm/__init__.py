@@ -37,7 +37,7 @@ from ._smolvlm import (  # noqa: F401  (re-exported)
 
 __version__ = _smolvlm.__version__
 __all__ = [
-    "Model", "Result", "Stream", "batch", "preprocess_image", "inspect", "default_model", "supported_kernel_paths",
+    "Model", "Result", "Stream", "batch", "merge_batch", "preprocess_image", "inspect", "default_model", "supported_kernel_paths",
     "Error", "BadInputError", "UnsupportedError", "IOError", "StateError", "InternalError",
 ]
 
@@ -186,6 +186,14 @@ def batch(input: Union[str, os.PathLike], output: Union[str, os.PathLike], model
         progress = sys.stderr.isatty()
     opts = _options(max_new_tokens, split, None, None, None, False, sampling)
     return _smolvlm._batch(model._m, os.fspath(input), os.fspath(output), i, n, resume, progress, prompt, opts)
+
+
+def merge_batch(input: Union[str, os.PathLike], parts: Sequence[Union[str, os.PathLike]],
+                output: Union[str, os.PathLike]) -> dict:
+    """Merges the outputs of batch() shards of one input into output, in the input's line order, as one
+    unsharded run writes it (the first line of each id wins; output appears whole or not at all).
+    Returns {"written", "missing", "duplicates"}."""
+    return _smolvlm._merge(os.fspath(input), [os.fspath(p) for p in parts], os.fspath(output))
 
 
 def preprocess_image(model: Union[str, os.PathLike], image: Any, split: Optional[bool] = None) -> dict:

@@ -501,6 +501,14 @@ PYBIND11_MODULE(_smolvlm, m) {
       });
 
   m.def("_batch", &run_batch);
+  m.def("_merge", [](const std::string& input, const std::vector<std::string>& parts, const std::string& output) {
+    smolvlm::cli::MergeSummary s;
+    {
+      py::gil_scoped_release nogil;
+      s = smolvlm::cli::merge_outputs(input, parts, output);
+    }
+    return py::dict(py::arg("written") = s.written, py::arg("missing") = s.missing, py::arg("duplicates") = s.duplicates);
+  });
   m.def("_preprocess_image", &preprocess_image);
   m.def("supported_kernel_paths", [] { return std::string(smolvlm_supported_kernel_paths()); },
         "the kernel paths this CPU can run, best last, e.g. 'scalar avx2 avx512'");

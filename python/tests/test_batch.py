@@ -168,6 +168,14 @@ class BatchTest(unittest.TestCase):
             seen += [key(r) for r in recs]
         self.assertEqual(len(seen), 200)
         self.assertEqual(set(seen), set(full))
+        merged = os.path.join(self.dir, "merged.jsonl")
+        parts = [os.path.join(self.dir, f"shard{i}.jsonl") for i in (2, 0, 1)]
+        self.assertEqual(smolvlm.merge_batch(self.jobs, parts, merged), {"written": 200, "missing": 0, "duplicates": 0})
+        strip = lambda r: {k: v for k, v in r.items() if k != "timings"}
+        self.assertEqual([strip(r) for r in read_output(merged)], [strip(r) for r in read_output(self.full)])
+        s = smolvlm.merge_batch(self.jobs, parts[:2] + parts[:1], merged)
+        self.assertGreater(s["missing"], 0)
+        self.assertGreater(s["duplicates"], 0)
 
     def test_refusals(self):
         out = os.path.join(self.dir, "locked.jsonl")

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <set>
@@ -90,23 +91,41 @@ class OutputFile {
   int fd_ = -1;
 };
 
-// The keys of the lines an earlier run wrote.
+// The key of an output line: its id's, or "line:N" for a line error; nullopt for a line not ours.
+std::optional<std::string> record_key(const std::string& line) {
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  if (j.contains("id")) return job_key(j["id"]);
+  if (j.contains("line") && j["line"].is_number_integer()) return "line:" + std::to_string(j["line"].get<int64_t>());
+  return std::nullopt;
+}
+
+// Calls fn(line) for each complete line of text (without its newline).
+template <typename Fn>
+void for_each_line(const std::string& text, Fn&& fn) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = text.find('\n', at);
+    if (end == std::string::npos) break;  // a partial last line counts for nothing
+    fn(text.substr(at, end - at));
+    at = end + 1;
+  }
+}
+
+// The keys of the lines an earlier run wrote (a line that is not ours is redone).
 std::unordered_set<std::string> finished_keys(const std::string& text) {
   std::unordered_set<std::string> keys;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t end = text.find('\n', at);
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;  // not ours: redone
-    if (j.contains("id")) {
-      if (auto k = job_key(j["id"])) keys.insert(*k);
-    } else if (j.contains("line") && j["line"].is_number_integer()) {
-      keys.insert("line:" + std::to_string(j["line"].get<int64_t>()));
-    }
-  }
+  for_each_line(text, [&](const std::string& line) {
+    if (auto k = record_key(line)) keys.insert(*k);
+  });
   return keys;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot read");
+  return text;
 }
 
 struct InputLine {
@@ -349,6 +368,41 @@ BatchSummary run_batch(const api::Model& model, const BatchOptions& o) {
   out.sync();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
+}
+
+MergeSummary merge_outputs(const std::string& input, const std::vector<std::string>& parts, const std::string& output) {
+  BatchSummary unused;
+  const std::vector<InputLine> lines = read_input(input, unused);
+  std::unordered_map<std::string, std::string> by_key;
+  MergeSummary m;
+  for (const auto& part : parts)
+    for_each_line(read_file(part), [&](const std::string& line) {
+      if (auto k = record_key(line); k && !by_key.emplace(*k, line).second) ++m.duplicates;
+    });
+  const std::string tmp = output + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw api::Error(SMOLVLM_ERR_IO, tmp + ": cannot open for writing");
+    for (const auto& l : lines) {
+      auto it = by_key.find(l.key);
+      if (it == by_key.end()) {
+        ++m.missing;
+        continue;
+      }
+      out << it->second << '\n';
+      ++m.written;
+    }
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw api::Error(SMOLVLM_ERR_IO, tmp + ": cannot write");
+    }
+  }
+  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw api::Error(SMOLVLM_ERR_IO, output + ": cannot rename the merged file into place: " + std::strerror(errno));
+  }
+  return m;
 }
 
 }  // namespace smolvlm::cli

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,16 @@ void parse_job(const nlohmann::json& line, const std::string& where, const JobDe
 // before a resumed run appends). Holds an exclusive lock on the output while it runs. Errors of a
 // job become its error line; a failure to read the input or write the output throws api::Error.
 BatchSummary run_batch(const api::Model& model, const BatchOptions& options);
+
+struct MergeSummary {
+  int64_t written = 0;     // lines in the merged output
+  int64_t missing = 0;     // input lines no part has a line for
+  int64_t duplicates = 0;  // lines a part holds for a key an earlier part (or line) already gave
+};
+// Merges the outputs of the shards of one input (`parts`, any order) into `output`, in the input's
+// line order, exactly as one unsharded run writes it: the first line of each key wins. The output is
+// written to a temporary file and renamed over `output`, so it appears whole or not at all.
+MergeSummary merge_outputs(const std::string& input, const std::vector<std::string>& parts, const std::string& output);
 
 // A progress bar on `out` for BatchOptions::on_progress: done/total, errors, items/s, ETA; redrawn in
 // place at most 10 times a second, finished with a newline.
