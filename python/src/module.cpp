@@ -222,9 +222,37 @@ struct Result {
 
 using ModelPtr = std::shared_ptr<smolvlm::api::Model>;
 
-Result run(const ModelPtr& model, const Request& r) {
-  py::gil_scoped_release nogil;
-  return Result(model->generate(r.req).raw());
+// Ctrl-C during a call on the main thread: between tokens the callback takes the GIL to run Python's
+// signal handlers; a KeyboardInterrupt (or any exception they raise) cancels the generation and is
+// raised when the call returns.
+struct InterruptCheck {
+  bool raised = false;
+  static int on_piece(const char*, size_t, void* user) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() == 0) return 1;
+    static_cast<InterruptCheck*>(user)->raised = true;
+    return 0;
+  }
+};
+
+bool on_main_thread() {
+  static const auto main_id = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  return PyThread_get_thread_ident() == main_id;
+}
+
+Result run(const ModelPtr& model, Request& r) {
+  InterruptCheck check;
+  if (on_main_thread()) {
+    r.req.on_piece = &InterruptCheck::on_piece;
+    r.req.user_data = &check;
+  }
+  std::optional<Result> out;
+  {
+    py::gil_scoped_release nogil;
+    out.emplace(model->generate(r.req).raw());
+  }
+  if (check.raised) throw py::error_already_set();
+  return std::move(*out);
 }
 
 // Generation on a thread of its own; pieces are handed to the iterating Python thread. Closing

@@ -235,6 +235,18 @@ class ModelTest(unittest.TestCase):
         # the model is still usable after every error
         self.assertEqual(len(self.m.caption(FLOWER, max_new_tokens=3).token_ids), 3)
 
+    def test_ctrl_c_cancels_and_raises_keyboard_interrupt(self):
+        import signal
+        m = smolvlm.Model(TINY, threads=1)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        t0 = time.perf_counter()
+        timer.start()
+        with self.assertRaises(KeyboardInterrupt):
+            m.generate("Once upon a time", max_new_tokens=8000, ignore_eos=True)
+        self.assertLess(time.perf_counter() - t0, 30)
+        timer.join()
+        self.assertEqual(len(m.generate("Once upon a time", max_new_tokens=4).token_ids), 4)
+
     def test_help_reads_well(self):
         doc = pydoc.render_doc(smolvlm.Model, renderer=pydoc.plaintext)
         for name in ("caption", "chat", "generate", "stream", "tokenize", "detokenize", "info", "max_new_tokens"):

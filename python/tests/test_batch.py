@@ -193,6 +193,15 @@ class BatchTest(unittest.TestCase):
         self.assertEqual(p.returncode, 5)
         self.assertIn("missing.jsonl", p.stderr)
 
+    def test_progress_bar(self):
+        small = os.path.join(self.dir, "progress.jsonl")
+        write_jobs(small, 12)
+        p = cli("batch", "--model", TINY, "--input", small, "--output", os.path.join(self.dir, "progress_out.jsonl"),
+                "--progress")
+        self.assertRegex(p.stderr, r"\[#+\] 12/12, 0 errors, [0-9.]+ items/s, ETA 0:00")
+        p = cli("batch", "--model", TINY, "--input", small, "--output", os.path.join(self.dir, "progress_out2.jsonl"))
+        self.assertNotIn("ETA", p.stderr)  # not a terminal
+
     def test_python_batch_equals_cli(self):
         small = os.path.join(self.dir, "small.jsonl")
         write_jobs(small, 30, MALFORMED[:3], CORRUPT_IMAGES[:2], seed=1)

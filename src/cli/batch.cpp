@@ -131,7 +131,8 @@ std::string read_file(const std::string& path) {
 struct InputLine {
   int64_t line_no;
   std::string key;
-  nlohmann::json job;   // discarded (null) when the line is an error
+  std::string text;     // the job's line (parsed again when it runs: the input is held as text only)
+  bool is_job = false;  // false: a line that cannot be a job
   ojson error_record;   // set for a line that cannot be a job
 };
 
@@ -146,7 +147,7 @@ std::vector<InputLine> read_input(const std::string& path, BatchSummary& summary
   for (int64_t line_no = 1; std::getline(in, text); ++line_no) {
     if (is_blank(text)) continue;
     ++summary.lines;
-    InputLine l{line_no, "line:" + std::to_string(line_no), nullptr, nullptr};
+    InputLine l{line_no, "line:" + std::to_string(line_no), {}, false, nullptr};
     auto line_error = [&](const std::string& what) {
       l.error_record = ojson{{"line", line_no},
                              {"error", error_object(SMOLVLM_ERR_BAD_INPUT, path + ":" + std::to_string(line_no) + ": " + what)}};
@@ -162,7 +163,8 @@ std::vector<InputLine> read_input(const std::string& path, BatchSummary& summary
     else {
       first_line.emplace(*key, line_no);
       l.key = *key;
-      l.job = std::move(j);
+      l.text = std::move(text);
+      l.is_job = true;
     }
     lines.push_back(std::move(l));
   }
@@ -345,19 +347,20 @@ BatchSummary run_batch(const api::Model& model, const BatchOptions& o) {
   if (o.on_progress) o.on_progress(0, static_cast<int64_t>(todo.size()), 0);
   for (const InputLine* l : todo) {
     ojson record;
-    if (l->job.is_null()) {
+    if (!l->is_job) {
       record = l->error_record;
     } else {
+      const auto line = nlohmann::json::parse(l->text);  // parsed once already: valid
       Job job;
       try {
-        parse_job(l->job, o.input + ":" + std::to_string(l->line_no), o.defaults, job);
+        parse_job(line, o.input + ":" + std::to_string(l->line_no), o.defaults, job);
         record = result_record(job.id, model.generate(job.request));
       } catch (const api::Error& e) {
-        record = ojson{{"id", l->job["id"]}, {"error", error_object(e.status(), e.what())}};
+        record = ojson{{"id", line["id"]}, {"error", error_object(e.status(), e.what())}};
       } catch (const std::bad_alloc&) {
-        record = ojson{{"id", l->job["id"]}, {"error", error_object(SMOLVLM_ERR_IO, "out of memory")}};
+        record = ojson{{"id", line["id"]}, {"error", error_object(SMOLVLM_ERR_IO, "out of memory")}};
       } catch (const std::exception& e) {
-        record = ojson{{"id", l->job["id"]}, {"error", error_object(SMOLVLM_ERR_INTERNAL, e.what())}};
+        record = ojson{{"id", line["id"]}, {"error", error_object(SMOLVLM_ERR_INTERNAL, e.what())}};
       }
     }
     if (record.contains("error")) ++s.errors;
