@@ -313,6 +313,7 @@ void parse_job(const nlohmann::json& j, const std::string& where, const JobDefau
   if (j.contains("messages")) {
     if (j.contains("prompt")) throw bad_job(where, "give \"prompt\" or \"messages\", not both");
     if (!images.empty()) throw bad_job(where, "with \"messages\", give images as image_url parts of the messages");
+    if (j["messages"].is_array() && j["messages"].empty()) throw bad_job(where, "\"messages\" is empty");
     add_messages_json(j["messages"].dump(), where + ": \"messages\"", job.chat);
   } else {
     if (j.contains("prompt") && !j["prompt"].is_string()) throw bad_job(where, "\"prompt\" must be a string");

@@ -46,6 +46,7 @@ TEST(BatchParse, BadJobsNameTheKey) {
       {R"({"id": 1, "prompt": "x", "messages": []})", "not both"},
       {R"({"id": 1})", "a job needs"},
       {R"({"id": 1, "messages": [{"role": "robot"}]})", "role"},
+      {R"({"id": 1, "messages": []})", "\"messages\" is empty"},
   };
   for (const auto& [line, needle] : cases) {
     Job job;
