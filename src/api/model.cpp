@@ -96,6 +96,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
       m->config = load_model_config(m->dir);
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
+    check_context_fits(m->config.decoder(), m->max_context);
     *out = m.release();
   });
 }
