@@ -1,5 +1,7 @@
 #include "model/hunyuan_arch.h"
 
+#include <string>
+
 #include "core/error.h"
 #include "model/llama_arch.h"
 
@@ -25,6 +27,9 @@ void read_rope(LlamaConfig& c, const ConfigFields& f) {
     if (c.rope_alpha < 0) throw bad_input(rope.where("alpha") + " must be >= 0");
     require(c.rope_alpha == 0 || c.head_dim > 2, f.where("head_dim") + " must be > 2 for the NTK-alpha RoPE");
   }
+  const double base = c.rope_base();
+  require(base >= 1 && base <= 1e30, f.where("rope_scaling") + ": the RoPE base rope_theta * alpha^(d/(d-2)) is " +
+                                         std::to_string(base) + ", outside [1, 1e30]");
 }
 
 std::shared_ptr<const ArchitectureConfig> parse_config(const ConfigFields& top) {
