@@ -4,6 +4,10 @@
 // golden's messages to HF's text and ids.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "io/file.h"
 #include "text/prompt.h"
 #include "text_test_util.h"
@@ -67,6 +71,20 @@ TEST(HunYuanTokenizer, SystemMessageAndAssistantTurns) {
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), 1000);  // the template writes the BOS
   EXPECT_EQ(ids.back(), 1004);
+}
+
+// A folder whose template is in chat_template.jinja (as newer transformers save it) uses that file.
+TEST(HunYuanTokenizer, ChatTemplateJinjaFileIsRead) {
+  const auto dir = std::filesystem::temp_directory_path() / ("smolvlm-hy-jinja-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::model_dir("hunyuan-tiny-a") / f, dir / f,
+                               std::filesystem::copy_options::overwrite_existing);
+  test::write_text_file(dir / "chat_template.jinja", "{{ bos_token }}[{{ messages[0]['content'] }}]");
+  const auto assets = TextAssets::load(dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(build_chat_prompt(*assets, json::array({{{"role", "user"}, {"content", "hi"}}})).text,
+            "<｜hy_begin▁of▁sentence｜>[hi]");
 }
 
 }  // namespace
