@@ -110,6 +110,10 @@ typedef struct smolvlm_model_info {
   int64_t vision_num_channels, scale_factor, image_tokens_per_tile;
   int64_t file_bytes;        /* all safetensors files */
   int64_t decode_bytes;      /* weight bytes read per decoded token (decoder layers, final norm, lm_head) */
+  /* generation_config.json's temperature, top_k, top_p, repetition_penalty (1, 0, 1, 1 where absent):
+   * the sampling the model's authors recommend; requests stay greedy unless they set it. */
+  float recommended_temperature, recommended_top_p, recommended_repetition_penalty;
+  int32_t recommended_top_k;
 } smolvlm_model_info;
 
 /* Fills `info` (call smolvlm_model_info_init first or set struct_size). Strings live as long as the model. */

@@ -96,6 +96,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
       m->config = load_model_config(m->dir);
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
+    check_context_fits(m->config.decoder(), m->max_context);
     *out = m.release();
   });
 }
@@ -128,6 +129,11 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
     r.has_vision = vlm ? 1 : 0;
     r.max_context = model->max_context;
     r.max_position_embeddings = c.max_position_embeddings;
+    const GenerationConfig& g = cfg.generation;
+    r.recommended_temperature = static_cast<float>(g.temperature);
+    r.recommended_top_k = static_cast<int32_t>(g.top_k);
+    r.recommended_top_p = static_cast<float>(g.top_p);
+    r.recommended_repetition_penalty = static_cast<float>(g.repetition_penalty);
     r.vocab_size = c.vocab_size;
     r.hidden_size = c.hidden_size;
     r.intermediate_size = c.intermediate_size;

@@ -50,6 +50,9 @@ void print_text(const nlohmann::ordered_json& j) {
             << "), intermediate " << t["intermediate_size"] << ", vocab " << t["vocab_size"] << ", rope "
             << t["rope_type"].get<std::string>() << " theta " << t["rope_theta"] << ", rms_norm_eps "
             << t["rms_norm_eps"] << ", max positions " << t["max_position_embeddings"] << "\n";
+  if (t.contains("rope_alpha"))
+    std::cout << "              rope alpha " << t["rope_alpha"] << " (base " << t["rope_base"] << "), q/k norm "
+              << t["qk_norm"].get<std::string>() << "\n";
   if (j.contains("vision_config")) {
     const auto& v = j["vision_config"];
     std::cout << "vision:       hidden " << v["hidden_size"] << ", layers " << v["num_hidden_layers"] << ", heads "
