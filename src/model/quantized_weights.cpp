@@ -25,9 +25,9 @@ bool is_matrix_role(Role r) {
 const TensorView& expect_tensor(const Checkpoint& ckpt, const std::string& name, DType dtype,
                                 const std::vector<int64_t>& shape, const std::string& rule) {
   const TensorView* t = ckpt.find(name);
-  if (!t) throw bad_input(ckpt.source() + ": no tensor "" + name + "", which " + rule + " needs");
+  if (!t) throw bad_input(ckpt.source() + ": no tensor \"" + name + "\", which " + rule + " needs");
   if (t->dtype != dtype)
-    throw bad_input(t->file + ": tensor "" + name + "" has dtype " + dtype_name(t->dtype) + ", expected " +
+    throw bad_input(t->file + ": tensor \"" + name + "\" has dtype " + dtype_name(t->dtype) + ", expected " +
                     dtype_name(dtype) + " for " + rule);
   if (t->shape != shape)
     throw bad_input(t->file + ": tensor \"" + name + "\" has shape " + shape_string(t->shape) + ", expected " +
