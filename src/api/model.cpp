@@ -4,6 +4,7 @@
 #include "api/handles.h"
 #include "core/error.h"
 #include "hub/model_ref.h"
+#include "model/quantized_weights.h"
 #include "model/spec.h"
 #include "runtime/kv_cache.h"
 
@@ -56,8 +57,11 @@ int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
   for (const ExpectedTensor& t : all_tensors(model_spec(cfg))) {
     if (t.component != Component::Text && t.component != Component::LmHead) continue;
     if (t.role == Role::Embedding || t.presence == Presence::Absent) continue;
-    const TensorView* stored = ck.find(t.presence == Presence::Tied ? t.tied_to : t.name);
-    if (stored) bytes += static_cast<int64_t>(stored->nbytes);
+    // A quantized module's codes and block parameters (model/quantized_weights.h) replace its weight.
+    const std::vector<std::string> names =
+        t.presence == Presence::Tied ? std::vector<std::string>{t.tied_to} : stored_names(ck, t);
+    for (const std::string& name : names)
+      if (const TensorView* stored = ck.find(name)) bytes += static_cast<int64_t>(stored->nbytes);
   }
   return bytes;
 }

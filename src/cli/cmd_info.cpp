@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <smolvlm.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -41,6 +42,20 @@ void print_text(const nlohmann::ordered_json& j) {
     std::cout << "dtypes:       " << dtypes << "\n"
               << "files:        " << files << " (" << count(j["file_bytes"]) << " bytes)\n"
               << "identity:     " << j["identity"].get<std::string>() << "\n";
+    std::string bits;
+    for (const auto& [part, b] : j["bits_per_weight"].items()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", bits.empty() ? "" : ", ", part.c_str(), b.get<double>());
+      bits += buf;
+    }
+    std::cout << "bits/weight:  " << bits << "\n";
+    if (j.contains("quantization")) {
+      std::string modules;
+      for (const auto& [scheme, n] : j["quantization"]["modules"].items())
+        modules += (modules.empty() ? "" : ", ") + std::to_string(n.get<int64_t>()) + " " + scheme;
+      std::cout << "quantized:    " << modules << " modules (scheme " << j["quantization"]["scheme"].get<std::string>()
+                << ")\n";
+    }
   } else {
     std::cout << "weights:      not read (--config-only)\n";
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "golden_run.h"
 #include "golden_util.h"
 #include "kernels/cpu.h"
 #include "runtime/generate.h"
@@ -28,37 +29,9 @@ const Model& model_for(const Golden& g) {
   return *m;
 }
 
-struct CaseRun {
-  ImageFeatures images;
-  std::vector<float> prefill_logits;
-  GenerationResult generation;
-};
+using test::CaseRun;
 
-CaseRun run_case(const Golden& g, int threads) {
-  const Model& model = model_for(g);
-  ThreadPool pool(threads);
-  CaseRun r;
-  const std::vector<int64_t> ids = g.ids("input_ids");
-  const int64_t max_new = g.spec["max_new_tokens"].get<int64_t>();
-  Session session(model, pool, static_cast<int64_t>(ids.size()) + max_new);
-  if (g.has_images()) {
-    int64_t tiles = 0;
-    std::vector<float> pixels = test::golden_pixels(g, &tiles);
-    r.images = encode_images(model, pixels.data(), tiles, pool, /*keep_vision_hidden=*/true);
-    std::vector<float> x = prompt_embeddings(model, ids, r.images);
-    auto logits = session.prefill_embeddings(x.data(), static_cast<int64_t>(ids.size()));
-    r.prefill_logits.assign(logits.begin(), logits.end());
-  } else {
-    auto logits = session.prefill(ids);
-    r.prefill_logits.assign(logits.begin(), logits.end());
-  }
-  GenerationOptions opt;
-  opt.max_new_tokens = max_new;
-  opt.eos_token_ids = model.config().generation.eos_token_ids;
-  opt.keep_step_logits = true;
-  r.generation = generate(session, ids, opt);
-  return r;
-}
+CaseRun run_case(const Golden& g, int threads) { return test::run_golden(model_for(g), g, threads); }
 
 class GoldenCase : public ::testing::TestWithParam<std::string> {};
 
