@@ -73,6 +73,8 @@ std::string decode_data_url(std::string_view url, size_t max_bytes, const std::s
   std::string bytes;
   if (!decode_base64(payload, bytes)) throw bad(param, "data URL payload is not valid base64");
   if (bytes.empty()) throw bad(param, "data URL holds no bytes");
+  if (bytes.size() > max_bytes)
+    throw bad(param, "image of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " + std::to_string(max_bytes));
   return bytes;
 }
 

@@ -35,6 +35,13 @@ double number(const json& body, const char* name, double lo, double hi) {
   return x;
 }
 
+// The engine takes NUL-terminated text: a NUL inside would silently cut it.
+std::string text_field(const json& v, const std::string& param) {
+  std::string s = v.get<std::string>();
+  if (s.find('\0') != std::string::npos) throw invalid(param, "must not contain a NUL character");
+  return s;
+}
+
 bool present(const json& body, const char* name) { return body.contains(name) && !body[name].is_null(); }
 
 void add_content_part(const json& part, const std::string& param, ParsedRequest& out, const MediaPolicy& policy,
@@ -44,7 +51,7 @@ void add_content_part(const json& part, const std::string& param, ParsedRequest&
   const std::string type = part["type"].get<std::string>();
   if (type == "text") {
     if (!part.contains("text") || !part["text"].is_string()) throw invalid(param + ".text", "must be a string");
-    out.chat.text(part["text"].get<std::string>());
+    out.chat.text(text_field(part["text"], param + ".text"));
   } else if (type == "image_url") {
     const json* iu = part.contains("image_url") ? &part["image_url"] : nullptr;
     std::string url;
@@ -82,7 +89,7 @@ void parse_messages(const json& body, ParsedRequest& out, const MediaPolicy& pol
     else throw invalid(param + ".role", "\"" + role.substr(0, 32) + "\" is not supported (system, user or assistant)");
     const json content = m.contains("content") ? m["content"] : json();
     if (content.is_string()) {
-      out.chat.text(content.get<std::string>());
+      out.chat.text(text_field(content, param + ".content"));
     } else if (content.is_array()) {
       for (size_t j = 0; j < content.size(); ++j)
         add_content_part(content[j], param + ".content[" + std::to_string(j) + "]", out, policy, fetch);
@@ -106,8 +113,10 @@ void parse_stop(const json& body, ParsedRequest& out) {
   } else {
     throw invalid("stop", "must be a string or a list of strings");
   }
-  for (const auto& x : out.stop)
+  for (const auto& x : out.stop) {
     if (x.empty()) throw invalid("stop", "a stop sequence must not be empty");
+    if (x.find('\0') != std::string::npos) throw invalid("stop", "a stop sequence must not contain a NUL character");
+  }
 }
 
 void parse_options(const json& body, ParsedRequest& out) {
@@ -186,8 +195,8 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint, const Medi
   } else {
     if (!body.contains("prompt")) throw invalid("prompt", "is required");
     const json& p = body["prompt"];
-    if (p.is_string()) out.prompt = p.get<std::string>();
-    else if (p.is_array() && p.size() == 1 && p[0].is_string()) out.prompt = p[0].get<std::string>();
+    if (p.is_string()) out.prompt = text_field(p, "prompt");
+    else if (p.is_array() && p.size() == 1 && p[0].is_string()) out.prompt = text_field(p[0], "prompt");
     else throw invalid("prompt", "must be a string (or a list of one string)");
     if (out.prompt.empty()) throw invalid("prompt", "must not be empty");
   }
