@@ -27,3 +27,7 @@ fi
 if [ -f "$(dirname "$0")/../tests/tools/package-lock.json" ]; then
   npm ci --prefix "$(dirname "$0")/../tests/tools" --no-audit --no-fund >/dev/null
 fi
+# The official OpenAI client for the server tests; pinned by tests/server/package-lock.json.
+if [ -f "$(dirname "$0")/../tests/server/package-lock.json" ]; then
+  npm ci --prefix "$(dirname "$0")/../tests/server" --no-audit --no-fund >/dev/null
+fi

@@ -163,6 +163,10 @@ void parse_options(const json& body, ParsedRequest& out) {
       out.include_usage = so["include_usage"].get<bool>();
     }
   }
+  if (present(body, "ignore_eos")) {  // an extension (benchmarks, tests): exactly max_tokens tokens
+    if (!body["ignore_eos"].is_boolean()) throw invalid("ignore_eos", "must be true or false");
+    out.ignore_eos = body["ignore_eos"].get<bool>();
+  }
   parse_stop(body, out);
 }
 
@@ -175,6 +179,7 @@ void ParsedRequest::fill(smolvlm_request& req) {
     req.prompt = prompt.c_str();
   }
   req.sampling = sampling;
+  req.ignore_eos = ignore_eos ? 1 : 0;
   if (max_tokens > 0) req.max_new_tokens = max_tokens;
   stop_ptrs_.clear();
   for (const auto& s : stop) stop_ptrs_.push_back(s.c_str());

@@ -26,6 +26,7 @@ struct ParsedRequest {
   smolvlm_sampling sampling{1.0f, 0, 1.0f, 0.0f, 1.0f, 0};  // OpenAI's defaults: temperature 1, top_p 1
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
+  bool ignore_eos = false;  // extension: eos does not end the answer
 
   // Points `req` at this object's messages or prompt, sampling and stops (valid while this lives).
   void fill(smolvlm_request& req);

@@ -41,7 +41,9 @@ Scheduler::~Scheduler() { stop(); }
 bool Scheduler::submit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || queue_.size() >= queue_capacity_) return false;
+    size_t idle = 0;  // slots that will take a queued job at once
+    for (const auto& j : running_) idle += j == nullptr;
+    if (stopping_ || queue_.size() >= queue_capacity_ + idle) return false;
     job->enqueued = Clock::now();
     queue_.push_back(job);
   }
