@@ -267,6 +267,13 @@ SMOLVLM_API smolvlm_status smolvlm_session_decode(smolvlm_session* session, int3
 /* The logits [n_vocab] of the last position, valid until the session's next call. */
 SMOLVLM_API smolvlm_status smolvlm_session_logits(const smolvlm_session* session, const float** logits,
                                                   size_t* n_vocab);
+/* Appends ids[i] to sessions[i] for each of `n` distinct sessions of one model in a single pass over
+ * the weights (decode is bound by reading them: several streams cost little more than one). Each
+ * session's logits are then bitwise those smolvlm_session_decode(sessions[i], ids[i]) gives (the
+ * sessions go through the weights in groups as large as the kernels keep rows independent: 4 on
+ * AVX2/AVX-512). Runs on the first session's threads; no other call may use
+ * these sessions meanwhile. Every session is checked first: on an error none has changed. */
+SMOLVLM_API smolvlm_status smolvlm_sessions_decode(smolvlm_session* const* sessions, const int32_t* ids, size_t n);
 
 /* ---- text -------------------------------------------------------------------------------------- */
 

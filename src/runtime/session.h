@@ -17,6 +17,9 @@
 
 namespace smolvlm {
 
+class Session;
+void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
+
 class Session {
  public:
   // A fresh cache of `capacity` positions for `model`.
@@ -42,6 +45,12 @@ class Session {
   std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows);
   // Appends one generated token; Error(State) before prefill or when the cache is full.
   std::span<const float> decode(int64_t token);
+
+  // Appends tokens[i] to sessions[i] for every i in one pass over the weights (runtime/batch_decode.cpp):
+  // each session's logits() are then what decode(tokens[i]) alone would give. The sessions share a
+  // model and are distinct; the first one's thread pool runs the step. Checks every session before
+  // touching any: on an error none has changed.
+  friend void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
 
  private:
   void check_room(int64_t rows, const char* what) const;
