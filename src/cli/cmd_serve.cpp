@@ -33,6 +33,8 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
   sub.add_option("--port", o->port, "port to listen on (0: any free port, printed at start)")->capture_default_str()->check(CLI::Range(0, 65535));
   sub.add_option("--parallel", o->parallel, "slots: requests generated at once, each with its own KV cache")
       ->capture_default_str()->check(CLI::Range(1, 64));
+  auto no_batch = std::make_shared<bool>(false);
+  sub.add_flag("--no-batch", *no_batch, "decode each slot on its own instead of stepping the decoding slots together");
   sub.add_option("--queue", o->queue, "requests that may wait for a slot; beyond that 503 with Retry-After")
       ->capture_default_str()->check(CLI::Range(0, 4096));
   sub.add_option("--ctx", o->context, "KV capacity of each slot in tokens (default: the model's max_context)");
@@ -55,7 +57,8 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
   sub.add_flag("--allow-remote-images", o->media.allow_remote, "fetch http(s):// image URLs (public addresses only)");
   sub.add_flag("--allow-private-images", o->media.allow_private,
                "with --allow-remote-images, also fetch from loopback, private and link-local addresses");
-  return [o, key_file, max_body_mib, image_mib]() {
+  return [o, key_file, max_body_mib, image_mib, no_batch]() {
+    o->batch = !*no_batch;
     if (!key_file->empty()) o->api_key = read_key_file(*key_file);
     if (o->media.allow_private && !o->media.allow_remote) throw UsageError("--allow-private-images needs --allow-remote-images");
     o->max_body = static_cast<size_t>(*max_body_mib * 1048576.0);

@@ -18,6 +18,7 @@
 namespace smolvlm {
 
 class Session;
+class DecodeGroup;
 void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
 
 class Session {
@@ -52,6 +53,11 @@ class Session {
   // touching any: on an error none has changed.
   friend void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
 
+  // decode() steps together with the other sessions of `group` (runtime/decode_group.h); null: alone.
+  // The group outlives the session's membership.
+  void set_decode_group(DecodeGroup* group);
+  DecodeGroup* decode_group() const { return group_; }
+
  private:
   void check_room(int64_t rows, const char* what) const;
   void ensure_buffers(int64_t rows);
@@ -64,6 +70,7 @@ class Session {
   std::optional<LlamaModel::Scratch> scratch_;
   std::vector<float> x_;       // input embeddings / residual stream [rows, hidden]
   std::vector<float> logits_;  // [vocab]
+  DecodeGroup* group_ = nullptr;
 };
 
 }  // namespace smolvlm

@@ -29,9 +29,17 @@ int on_piece(const char* piece, size_t size, void* user) {
 
 }  // namespace
 
-Scheduler::Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity)
+Scheduler::Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity, bool batch)
     : model_(model), queue_capacity_(queue_capacity) {
-  for (int i = 0; i < slots; ++i) sessions_.push_back(std::make_unique<api::Session>(model, context));
+  if (batch && slots > 1) {
+    smolvlm_decode_group* g = nullptr;
+    api::check(smolvlm_decode_group_create(model.get(), &g));
+    group_.reset(g);
+  }
+  for (int i = 0; i < slots; ++i) {
+    sessions_.push_back(std::make_unique<api::Session>(model, context));
+    if (group_) api::check(smolvlm_session_set_decode_group(sessions_.back()->get(), group_.get()));
+  }
   running_.resize(static_cast<size_t>(slots));
   for (int i = 0; i < slots; ++i) threads_.emplace_back([this, i] { run_slot(i); });
 }

@@ -50,7 +50,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity);
+  // `batch`: the slots' decode steps run together (one pass over the weights for all decoding slots).
+  Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity, bool batch = true);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -73,6 +74,10 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> running_;
   bool stopping_ = false;
+  struct GroupFree {
+    void operator()(smolvlm_decode_group* g) const { smolvlm_decode_group_free(g); }
+  };
+  std::unique_ptr<smolvlm_decode_group, GroupFree> group_;  // declared before the sessions: freed after them
   std::vector<std::unique_ptr<api::Session>> sessions_;
   std::vector<std::thread> threads_;
 };

@@ -263,9 +263,10 @@ void load_model(Server& s) {
     const smolvlm_model_info info = s.model->info();
     s.kernel_path = info.kernel_path;
     s.model_id = default_model_id(s.opt, *s.model);
-    s.scheduler = std::make_unique<Scheduler>(*s.model, s.opt.parallel, s.opt.context, s.opt.queue);
-    std::fprintf(stderr, "smolvlm serve: %s ready (%s kernels, %d slot%s, context %lld)\n", s.model_id.c_str(),
+    s.scheduler = std::make_unique<Scheduler>(*s.model, s.opt.parallel, s.opt.context, s.opt.queue, s.opt.batch);
+    std::fprintf(stderr, "smolvlm serve: %s ready (%s kernels, %d slot%s%s, context %lld)\n", s.model_id.c_str(),
                  s.kernel_path.c_str(), s.opt.parallel, s.opt.parallel == 1 ? "" : "s",
+                 s.opt.parallel > 1 ? (s.opt.batch ? ", batched decoding" : ", unbatched") : "",
                  static_cast<long long>(s.model->info().max_context));
     State expected = State::Loading;
     s.state.compare_exchange_strong(expected, State::Ready);

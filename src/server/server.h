@@ -15,6 +15,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;           // 0: any free port (the one chosen is printed)
   int parallel = 1;          // slots, each with its own session
+  bool batch = true;         // decoding slots step together (one pass over the weights)
   size_t queue = 16;         // requests waiting for a slot; beyond that 503
   int64_t context = 0;       // KV capacity of each slot; 0: the model's max_context
   int threads = 0;           // worker threads per slot; 0: every core

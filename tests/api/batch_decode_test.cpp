@@ -11,6 +11,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -121,6 +122,56 @@ TEST(BatchDecode, MisuseIsAnErrorAndChangesNoSession) {
   EXPECT_EQ(call({b.get(), a.get()}, {1, 2}), SMOLVLM_ERR_STATE);
   EXPECT_EQ(a.position(), 8);
   EXPECT_EQ(b.position(), 4);
+}
+
+}  // namespace
+}  // namespace smolvlm
+
+namespace smolvlm {
+namespace {
+
+// Four threads, each running whole requests on its own session of one decode group: every answer is
+// the one the request gets alone, whatever steps it shared.
+TEST(BatchDecode, DecodeGroupKeepsEveryAnswer) {
+  const api::Model m = load_tiny(kernel_paths().back());
+  const char* prompts[] = {"The capital of France is", "Once upon a time", "1, 2, 3,", "Hello"};
+  auto request = [&](int i, int64_t n) {
+    smolvlm_request r;
+    smolvlm_request_init(&r);
+    r.prompt = prompts[i % 4];
+    r.max_new_tokens = n;
+    r.ignore_eos = 1;
+    return r;
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 4; ++i) {
+    const smolvlm_request r = request(i, 8 + 3 * i);
+    const api::Result res = m.generate(r);
+    alone.emplace_back(res.token_ids().begin(), res.token_ids().end());
+  }
+  smolvlm_decode_group* group = nullptr;
+  ASSERT_EQ(smolvlm_decode_group_create(m.get(), &group), SMOLVLM_OK);
+  {
+    std::vector<std::unique_ptr<api::Session>> sessions;
+    for (int i = 0; i < 4; ++i) {
+      sessions.push_back(std::make_unique<api::Session>(m, 128));
+      ASSERT_EQ(smolvlm_session_set_decode_group(sessions.back()->get(), group), SMOLVLM_OK);
+    }
+    std::vector<std::vector<std::vector<int32_t>>> got(4);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 3; ++k) {  // requests of different lengths start and end at different steps
+          const smolvlm_request r = request(t + k, 8 + 3 * ((t + k) % 4));
+          const api::Result res = sessions[t]->run(r);
+          got[t].emplace_back(res.token_ids().begin(), res.token_ids().end());
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 4; ++t)
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(got[t][k], alone[(t + k) % 4]) << "thread " << t << " request " << k;
+  }
+  smolvlm_decode_group_free(group);
 }
 
 }  // namespace
