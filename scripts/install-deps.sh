@@ -13,7 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev \
   libonig-dev libutf8proc-dev \
   libcurl4-openssl-dev libssl-dev \
-  libcpp-httplib-dev \
+  libcpp-httplib-dev chromium \
   libopenblas-dev \
   python3 python3-pil python3-numpy >/dev/null
 # Node.js (for the reference tokenizer used by the differential tests) ships with the machine image;

@@ -319,6 +319,7 @@ int run_server(const ServerOptions& opt) {
   s.http.set_write_timeout(opt.write_timeout_s, 0);
   s.http.set_payload_max_length(opt.max_body);
   s.http.set_keep_alive_max_count(100);
+  s.http.set_tcp_nodelay(true);  // stream chunks and small answers go out at once, not after a delayed ACK
   // Handlers wait for their slot: enough threads for every slot and queued request, plus a few for
   // /health and /metrics while all are taken.
   const size_t workers = static_cast<size_t>(opt.parallel) + opt.queue + 4;

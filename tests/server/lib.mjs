@@ -12,8 +12,8 @@ export const IMAGE_URL = "data:image/jpeg;base64," + readFileSync(IMAGE).toStrin
 if (!BINARY || !DATA) throw new Error("SMOLVLM_BINARY and SMOLVLM_TEST_DATA must be set");
 
 // Starts the server; resolves once /health answers 200 with { url, proc, stderr(), stop() }.
-export async function startServer(args = [], { waitReady = true } = {}) {
-  const proc = spawn(BINARY, ["serve", "--model", MODEL, "--port", "0", "--threads", "1", ...args], {
+export async function startServer(args = [], { waitReady = true, model = MODEL, threads = 1 } = {}) {
+  const proc = spawn(BINARY, ["serve", "--model", model, "--port", "0", "--threads", String(threads), ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";
