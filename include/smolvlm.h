@@ -271,6 +271,23 @@ SMOLVLM_API smolvlm_status smolvlm_session_decode(smolvlm_session* session, int3
 /* The logits [n_vocab] of the last position, valid until the session's next call. */
 SMOLVLM_API smolvlm_status smolvlm_session_logits(const smolvlm_session* session, const float** logits,
                                                   size_t* n_vocab);
+/* Appends ids[i] to sessions[i] for each of `n` distinct sessions of one model in a single pass over
+ * the weights (decode is bound by reading them: several streams cost little more than one). Each
+ * session's logits are then bitwise those smolvlm_session_decode(sessions[i], ids[i]) gives (the
+ * sessions go through the weights in groups as large as the kernels keep rows independent: 4 on
+ * AVX2/AVX-512). Runs on the first session's threads; no other call may use
+ * these sessions meanwhile. Every session is checked first: on an error none has changed. */
+SMOLVLM_API smolvlm_status smolvlm_sessions_decode(smolvlm_session* const* sessions, const int32_t* ids, size_t n);
+
+/* A decode group: sessions of one model, each generating on its own thread (smolvlm_session_run),
+ * whose decode steps run together, as smolvlm_sessions_decode would run them, whenever several are
+ * decoding at once; a server's streams then share each pass over the weights. Answers are bitwise
+ * those of each request alone. A session joins with smolvlm_session_set_decode_group (NULL leaves);
+ * free the group after every member has left or been freed. */
+typedef struct smolvlm_decode_group smolvlm_decode_group;
+SMOLVLM_API smolvlm_status smolvlm_decode_group_create(smolvlm_model* model, smolvlm_decode_group** out);
+SMOLVLM_API void smolvlm_decode_group_free(smolvlm_decode_group* group);
+SMOLVLM_API smolvlm_status smolvlm_session_set_decode_group(smolvlm_session* session, smolvlm_decode_group* group);
 
 /* ---- text -------------------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev \
   libonig-dev libutf8proc-dev \
   libcurl4-openssl-dev libssl-dev \
+  libcpp-httplib-dev chromium \
   libopenblas-dev \
   python3 python3-pil python3-numpy \
   python3-dev pybind11-dev python3-pybind11 python3-dask python3-distributed >/dev/null
@@ -26,4 +27,8 @@ fi
 # the tokenizer benchmark; pinned by tests/tools/package-lock.json.
 if [ -f "$(dirname "$0")/../tests/tools/package-lock.json" ]; then
   npm ci --prefix "$(dirname "$0")/../tests/tools" --no-audit --no-fund >/dev/null
+fi
+# The official OpenAI client for the server tests; pinned by tests/server/package-lock.json.
+if [ -f "$(dirname "$0")/../tests/server/package-lock.json" ]; then
+  npm ci --prefix "$(dirname "$0")/../tests/server" --no-audit --no-fund >/dev/null
 fi

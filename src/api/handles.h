@@ -50,6 +50,9 @@ struct smolvlm_model {
 struct smolvlm_session {
   smolvlm_session(smolvlm_model& m, int64_t capacity)
       : model(m), pool(m.threads, m.kernel_path), session(m.weights(), pool, capacity) {}
+  ~smolvlm_session() { session.set_decode_group(nullptr); }
+  smolvlm_session(const smolvlm_session&) = delete;
+  smolvlm_session& operator=(const smolvlm_session&) = delete;
   smolvlm_model& model;
   smolvlm::ThreadPool pool;
   smolvlm::Session session;

@@ -3,6 +3,7 @@
 
 #include "api/handles.h"
 #include "core/error.h"
+#include "runtime/decode_group.h"
 #include "text/tokenizer.h"
 
 using namespace smolvlm;
@@ -150,6 +151,13 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
                         std::to_string(capacity));
     s = &request_session.emplace(model, *pool, capacity);
   }
+  // However generation ends, the session's decode group (if any) stops waiting for it.
+  struct LeaveGroup {
+    Session& s;
+    ~LeaveGroup() {
+      if (s.decode_group()) s.decode_group()->leave(s);
+    }
+  } leave_group{*s};
   const double prefill = prefill_prompt(*s, prompt, input.dump_dir);
   RequestResult r = generate_text(*s, m.text_assets(), prompt.ids, options, sink);
   r.image_tiles = prompt.image_tiles;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -417,6 +418,11 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
       base += o.w.rows;
     }
   });
+}
+
+int64_t linear_row_exact_max() {
+  const gemm::GemmKernels* kern = path_kernels(active_kernel_path()).simd;
+  return kern ? kern->gemv_max_m : std::numeric_limits<int64_t>::max();
 }
 
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool) {

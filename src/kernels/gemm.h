@@ -68,6 +68,11 @@ struct WeightRef {
 // dimensions K and N. Runs on the pool's task path (ThreadPool::task_kernel_path()).
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool);
 
+// The most rows of x for which linear() computes every row exactly as it would for that row alone
+// (the streaming path on SIMD kernels; any number on the scalar path). Beyond it the blocked product
+// sums in another order: equal within float rounding, not bitwise. On the active kernel path.
+int64_t linear_row_exact_max();
+
 // One output of linear_shared_input: y = x · wᵀ (+ bias when non-null).
 struct LinearOutput {
   WeightRef w;

@@ -65,6 +65,9 @@ LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows)
   up.resize(R * I);
   positions.resize(R);
   rope.resize(R * static_cast<size_t>(c.head_dim));
+  const size_t kvd = static_cast<size_t>(c.num_key_value_heads * c.head_dim);
+  k_new.resize(R * kvd);
+  v_new.resize(R * kvd);
 }
 
 void LlamaModel::embed(const int64_t* ids, int64_t n, float* out) const { gather_rows_f32(*embed_, ids, n, out); }

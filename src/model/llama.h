@@ -39,6 +39,7 @@ class LlamaModel {
     std::vector<float> normed, q, attn, proj, gate, up;
     std::vector<int64_t> positions;
     std::vector<float> rope;  // rope_table of the rows' positions
+    std::vector<float> k_new, v_new;  // decode_batch: each row's new key/value before it goes to its cache
   };
 
   // out[i, :] = embedding of ids[i]; Error(BadInput) for an id outside the vocabulary.
@@ -51,6 +52,15 @@ class LlamaModel {
   void forward(float* x, int64_t rows, int64_t pos0, const KvView& kv, Scratch& scratch, ThreadPool& pool,
                float* logits_last) const;
 
+  // One decode step for each of `rows` independent sequences at once (llama_batch.cpp): row i of x is
+  // the embedding of sequence i's next token, at positions[i] in its own cache kvs[i]. The weights
+  // are read once for all rows; attention runs per sequence over its own cache. Writes logits
+  // [rows, vocab]. Each row's result is what forward() gives that sequence alone (bitwise while rows
+  // stay on the products' streaming path, see kernels/gemm.h). The caller guarantees every
+  // positions[i] < kvs[i].capacity and rows <= scratch.max_rows.
+  void decode_batch(float* x, int64_t rows, const int64_t* positions, const KvView* kvs, Scratch& scratch,
+                    ThreadPool& pool, float* logits) const;
+
  private:
   struct Layer {
     std::vector<float> input_norm, post_norm;
@@ -61,6 +71,8 @@ class LlamaModel {
   void attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0, const KvView& kv,
                        Scratch& s, ThreadPool& pool) const;
   void mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const;
+  void batch_attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, const int64_t* positions,
+                             const KvView* kvs, Scratch& s, ThreadPool& pool) const;
 
   LlamaConfig cfg_;
   const TensorView* embed_ = nullptr;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/decode_group.h"
 
 namespace smolvlm {
 
@@ -29,6 +30,11 @@ Session::Session(const Model& model, ThreadPool& pool, int64_t capacity)
 
 Session::Session(const Model& model, ThreadPool& pool, KvCache cache)
     : model_(model), pool_(pool), cache_(checked_cache(model, std::move(cache))) {}
+
+void Session::set_decode_group(DecodeGroup* group) {
+  if (group_ && group_ != group) group_->leave(*this);
+  group_ = group;
+}
 
 std::span<const float> Session::logits() const {
   if (!started()) throw state_error("no logits yet: the session has not been prefilled");
@@ -86,6 +92,10 @@ std::span<const float> Session::prefill_embeddings(const float* embeddings, int6
 std::span<const float> Session::decode(int64_t token) {
   if (!started()) throw state_error("decode before prefill: the session holds no prompt");
   check_room(1, "decode");
+  if (group_) {
+    group_->decode(*this, token);
+    return logits_;
+  }
   ensure_buffers(1);
   model_.text().embed(&token, 1, x_.data());
   return run(1);

@@ -17,6 +17,10 @@
 
 namespace smolvlm {
 
+class Session;
+class DecodeGroup;
+void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
+
 class Session {
  public:
   // A fresh cache of `capacity` positions for `model`.
@@ -43,6 +47,17 @@ class Session {
   // Appends one generated token; Error(State) before prefill or when the cache is full.
   std::span<const float> decode(int64_t token);
 
+  // Appends tokens[i] to sessions[i] for every i in one pass over the weights (runtime/batch_decode.cpp):
+  // each session's logits() are then what decode(tokens[i]) alone would give. The sessions share a
+  // model and are distinct; the first one's thread pool runs the step. Checks every session before
+  // touching any: on an error none has changed.
+  friend void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> tokens);
+
+  // decode() steps together with the other sessions of `group` (runtime/decode_group.h); null: alone.
+  // The group outlives the session's membership.
+  void set_decode_group(DecodeGroup* group);
+  DecodeGroup* decode_group() const { return group_; }
+
  private:
   void check_room(int64_t rows, const char* what) const;
   void ensure_buffers(int64_t rows);
@@ -55,6 +70,7 @@ class Session {
   std::optional<LlamaModel::Scratch> scratch_;
   std::vector<float> x_;       // input embeddings / residual stream [rows, hidden]
   std::vector<float> logits_;  // [vocab]
+  DecodeGroup* group_ = nullptr;
 };
 
 }  // namespace smolvlm

@@ -1,0 +1,54 @@
+#include "runtime/decode_group.h"
+
+#include "runtime/session.h"
+
+namespace smolvlm {
+
+void DecodeGroup::decode(Session& session, int64_t token) {
+  std::unique_lock lock(mutex_);
+  decoding_.insert(&session);
+  Step mine{&session, token, false, nullptr};
+  pending_.push_back(&mine);
+  changed_.notify_all();
+  const auto deadline = std::chrono::steady_clock::now() + max_wait_;
+  while (!mine.done) {
+    const bool everyone = pending_.size() >= decoding_.size();
+    if (!stepping_ && !pending_.empty() && (everyone || std::chrono::steady_clock::now() >= deadline)) {
+      std::vector<Step*> batch;
+      batch.swap(pending_);
+      stepping_ = true;
+      lock.unlock();
+      std::vector<Session*> sessions;
+      std::vector<int64_t> tokens;
+      for (Step* s : batch) {
+        sessions.push_back(s->session);
+        tokens.push_back(s->token);
+      }
+      std::exception_ptr error;
+      try {
+        decode_batch(sessions, tokens);  // on the first session's pool: its owner is waiting here too
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      stepping_ = false;
+      for (Step* s : batch) {
+        s->done = true;
+        s->error = error;
+      }
+      changed_.notify_all();
+      continue;
+    }
+    if (stepping_) changed_.wait(lock);
+    else changed_.wait_until(lock, deadline);
+  }
+  if (mine.error) std::rethrow_exception(mine.error);
+}
+
+void DecodeGroup::leave(const Session& session) {
+  std::lock_guard lock(mutex_);
+  decoding_.erase(&session);
+  changed_.notify_all();
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,85 @@
+// Slots and the queue in front of them: each slot owns one engine session (its own KV cache) and
+// runs one request at a time; requests beyond the slots wait in a bounded queue, and one that finds
+// the queue full is refused at once (the caller answers 503). A job's text streams out through
+// `pending` while the slot generates; cancelling a job (client gone, time limit, shutdown) stops it
+// at its next token and frees the slot.
+#pragma once
+
+#include <smolvlm.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/request.h"
+
+namespace smolvlm::server {
+
+using Clock = std::chrono::steady_clock;
+
+struct Job {
+  ParsedRequest request;
+  smolvlm_request engine_request{};
+  Clock::time_point enqueued{}, deadline = Clock::time_point::max();
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::string pending;  // streamed text not yet taken by the writer
+  bool started = false, done = false;
+  smolvlm_status status = SMOLVLM_OK;
+  std::string error;
+  api::Result result;
+  bool timed_out = false;
+  double ttft_s = -1;  // from enqueue to the first piece
+  std::atomic<bool> cancel{false};
+
+  // Waits up to `wait` for news; moves the pending text into `out`. True once the job is done.
+  bool take(std::string& out, std::chrono::milliseconds wait);
+};
+
+struct SchedulerStats {
+  int slots = 0, busy = 0;
+  size_t queued = 0;
+};
+
+class Scheduler {
+ public:
+  // `batch`: the slots' decode steps run together (one pass over the weights for all decoding slots).
+  Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity, bool batch = true);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // False when the queue is full (the job is not taken).
+  bool submit(const std::shared_ptr<Job>& job);
+  SchedulerStats stats() const;
+  // Cancels every queued and running job (they finish with what they have).
+  void cancel_all();
+  // Stops the slot threads after their current job.
+  void stop();
+
+ private:
+  void run_slot(int index);
+
+  const api::Model& model_;
+  const size_t queue_capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::vector<std::shared_ptr<Job>> running_;
+  bool stopping_ = false;
+  struct GroupFree {
+    void operator()(smolvlm_decode_group* g) const { smolvlm_decode_group_free(g); }
+  };
+  std::unique_ptr<smolvlm_decode_group, GroupFree> group_;  // declared before the sessions: freed after them
+  std::vector<std::unique_ptr<api::Session>> sessions_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace smolvlm::server
