@@ -138,6 +138,15 @@ class ModelTest(unittest.TestCase):
         whole = self.m.stream(FLOWER, max_new_tokens=12, split=False)
         self.assertEqual("".join(whole), full.text)
         self.assertEqual(whole.result.token_ids, full.token_ids)
+        closed = self.m.stream(FLOWER, max_new_tokens=12, split=False)
+        closed.close()  # before reading anything
+        self.assertEqual(closed.result.finish_reason, "cancelled")
+        with self.assertRaises(smolvlm.BadInputError) as e:
+            for _ in self.m.stream(FLOWER, temperature=-1):
+                pass
+        self.assertIn("sampling temperature", str(e.exception))
+        with self.assertRaises(TypeError):
+            self.m.stream(FLOWER, messages=[{"role": "user", "content": "Hi"}])
         self.assertEqual("".join(self.m.stream(messages=[{"role": "user", "content": "Hi"}], max_new_tokens=5)),
                          self.m.chat([{"role": "user", "content": "Hi"}], max_new_tokens=5).text)
 
