@@ -412,14 +412,8 @@ py::dict run_batch(const ModelPtr& model, const std::string& input, const std::s
     py::gil_scoped_release nogil;
     s = smolvlm::cli::run_batch(*model, o);
   }
-  py::dict d;
-  d["lines"] = s.lines;
-  d["in_shard"] = s.in_shard;
-  d["skipped"] = s.skipped;
-  d["done"] = s.done;
-  d["errors"] = s.errors;
-  d["seconds"] = s.seconds;
-  return d;
+  return py::dict(py::arg("lines") = s.lines, py::arg("in_shard") = s.in_shard, py::arg("skipped") = s.skipped,
+                  py::arg("done") = s.done, py::arg("errors") = s.errors, py::arg("seconds") = s.seconds);
 }
 
 py::dict preprocess_image(const std::string& model, const py::object& image, std::optional<bool> split) {

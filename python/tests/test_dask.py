@@ -90,6 +90,8 @@ class DaskTest(unittest.TestCase):
         self.cluster.sync(self.cluster.workers[name].close)
         wait(futures, timeout=120)
         self.assertLess(lines_before, 40, "the run finished before a worker was closed")
+        first = [f.result() for f in futures if f.status == "finished"]
+        resumed = sum(t["skipped"] for t in first)
         # run again: every shard resumes; nothing is captioned twice
         report = caption_dataset.run(self.client, self.manifest, out, SHARDS, OPTIONS)
         self.assertEqual(report["merged"]["missing"], 0)
@@ -99,7 +101,9 @@ class DaskTest(unittest.TestCase):
         self.assertEqual(len(set(ids)), 40)
         self.assertEqual(strip(read(os.path.join(out, "results.jsonl"))), strip(read(self.single)))
         self.assertEqual(list(report["model_loads"].values()), [1])
-        print(f"\nworker closed after {lines_before} of 40 lines; re-run wrote {report['written_this_run']}")
+        print(f"\nworker closed after {lines_before} of 40 lines; {len(first)} of {SHARDS} tasks finished in that run "
+              f"({resumed} lines found already written by a rescheduled task); the re-run wrote "
+              f"{report['written_this_run']}")
 
     def test_3_captioner_class(self):
         c = caption_dataset.Captioner(TINY, threads=1, max_new_tokens=OPTIONS["max_new_tokens"], split=False)

@@ -39,7 +39,7 @@ const Command kBatch{
                      "split, stop, stop_ids}")
           ->required();
       sub.add_option("--output", f->output,
-                     "results, appended one line per job: {\"id\", \"text\", \"token_ids\", \"prompt_tokens\", "
+                     "results, appended one line per job: {\"id\", \"text\", \"token_ids\", \"prompt_tokens\", \"stopped_on_eos\", "
                      "\"finish_reason\", \"timings\"} or {\"id\", \"error\": {\"code\", \"message\"}} ({\"line\": N, ...} "
                      "for a line without a readable id)")
           ->required();
