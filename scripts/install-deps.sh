@@ -32,3 +32,10 @@ fi
 if [ -f "$(dirname "$0")/../tests/server/package-lock.json" ]; then
   npm ci --prefix "$(dirname "$0")/../tests/server" --no-audit --no-fund >/dev/null
 fi
+
+# Only to regenerate reference data (not for building or testing): python3-torch for
+# tests/data/perplexity/make_reference.py and tests/data/trained/train.py, bible-kjv for the trained
+# model's public-domain text (tests/data/trained/make_corpus.sh). Opt in with SMOLVLM_REFERENCE_TOOLS=1.
+if [ "${SMOLVLM_REFERENCE_TOOLS:-0}" = 1 ]; then
+  $SUDO apt-get install -y -qq --no-install-recommends python3-torch bible-kjv >/dev/null
+fi

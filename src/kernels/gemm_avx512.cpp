@@ -85,11 +85,96 @@ struct QuantDecoder16 {
   }
 };
 
+// The 4-bit fast path: 16 codes (8 bytes) are broadcast to every lane and shifted so that lane i
+// holds code perm(i) = 8 * (i & 1) + (i >> 1) in its low 4 bits; one permute then reads the group's
+// 16-entry fp32 table (LUT4: the stored centroids; Q4: scale * q + min for q = 0..15, the exact
+// values dequantize_row() gives). x is reordered by the same perm once per GEMV call, so each step
+// is a broadcast, a shift, a permute and an FMA for 16 weights.
+constexpr int64_t kNibbleScratch = 4 * 8192;  // M <= 4 rows of K <= 8192
+
+// Whether a weight takes the fast path (the decision depends on the weight only: prepare() and dot()
+// must agree). M <= 4 rows of x always fit the scratch.
+inline bool nibble_fast(const WeightRef& w) {
+  return (w.format == WeightFormat::Q4 || w.format == WeightFormat::Lut4) &&
+         (w.quant.group_size % 16 == 0 || w.quant.group_size >= w.cols) && 4 * w.cols <= kNibbleScratch;
+}
+
+inline int perm16(int i) { return 8 * (i & 1) + (i >> 1); }
+
+// The 16-entry table of one group.
+template <WeightFormat FMT>
+inline __m512 nibble_table(const QuantGroup& g) {
+  if constexpr (FMT == WeightFormat::Lut4) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.lut)));
+  } else {
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_fmadd_ps(_mm512_set1_ps(g.scale), iota, _mm512_set1_ps(g.offset));  // scale * q exact
+  }
+}
+
+inline __m512 nibble_values(const uint8_t* codes, const __m512i shifts, const __m512 table) {
+  int64_t u;
+  __builtin_memcpy(&u, codes, 8);
+  return _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi64(u), shifts), table);
+}
+
 // x · (quantized row n), group by group: four 16-lane sums over 64-value steps, then 16-value steps,
 // each group's scalar tail into one float; a fixed order for every row, range and thread.
 struct QuantRow512 {
+  static constexpr int64_t kScratchFloats = kNibbleScratch;
+
+  // For the 4-bit fast path, x with every full 16-value chunk reordered by perm16 (tails as they are).
+  template <WeightFormat FMT>
+  static const float* prepare(const float* x, int64_t M, const WeightRef& w, float* scratch) {
+    if (!nibble_fast(w) || M > 4) return x;
+    const int64_t K = w.cols;
+    for (int64_t m = 0; m < M; ++m) {
+      const float* xm = x + m * K;
+      float* d = scratch + m * K;
+      int64_t k = 0;
+      for (; k + 16 <= K; k += 16)
+        for (int i = 0; i < 16; ++i) d[k + i] = xm[k + perm16(i)];
+      for (; k < K; ++k) d[k] = xm[k];
+    }
+    return scratch;
+  }
+
   template <WeightFormat FMT>
   static float dot(const float* x, const WeightRef& w, int64_t n) {
+    if constexpr (FMT != WeightFormat::Q8) {
+      if (nibble_fast(w)) return dot_nibbles<FMT>(x, w, n);
+    }
+    return dot_decoded<FMT>(x, w, n);
+  }
+
+  // x already reordered by prepare(); group starts are multiples of 16 (or the row is one group).
+  template <WeightFormat FMT>
+  static float dot_nibbles(const float* x, const WeightRef& w, int64_t n) {
+    const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
+    const int64_t first_block = (n / w.quant.block_rows) * groups;
+    const uint8_t* row = static_cast<const uint8_t*>(quant_row<FMT>(w, n));
+    const __m512i shifts = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    float tail = 0.f;
+    for (int64_t g = 0; g < groups; ++g) {
+      const QuantGroup q = quant_group(w, first_block + g);
+      const __m512 table = nibble_table<FMT>(q);
+      int64_t k = g * G;
+      const int64_t end = min_i64(K, k + G);
+      for (; k + 64 <= end; k += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), nibble_values(row + k / 2, shifts, table), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), nibble_values(row + k / 2 + 8, shifts, table), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), nibble_values(row + k / 2 + 16, shifts, table), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), nibble_values(row + k / 2 + 24, shifts, table), a3);
+      }
+      for (; k + 16 <= end; k += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), nibble_values(row + k / 2, shifts, table), a0);
+      for (; k < end; ++k) tail += x[k] * quant_value<FMT>(row, q, k);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + tail;
+  }
+
+  template <WeightFormat FMT>
+  static float dot_decoded(const float* x, const WeightRef& w, int64_t n) {
     const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
     const int64_t first_block = (n / w.quant.block_rows) * groups;
     const void* row = quant_row<FMT>(w, n);

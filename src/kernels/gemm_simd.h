@@ -320,6 +320,11 @@ struct QuantDecoder8 {
 // x · (quantized row n), group by group: four 8-lane sums over 32-value steps, then 8-value steps,
 // the scalar tail of each group into one float. The same order for every row, range and thread.
 struct QuantRow256 {
+  static constexpr int64_t kScratchFloats = 1;
+  template <WeightFormat FMT>
+  static const float* prepare(const float* x, int64_t, const WeightRef&, float*) {
+    return x;
+  }
   template <WeightFormat FMT>
   static float dot(const float* x, const WeightRef& w, int64_t n) {
     const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
@@ -355,11 +360,14 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
     const char* r = static_cast<const char*>(quant_row<FMT>(w, n));
     for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
   };
+  // The row product may want x in its own order (Row::prepare: read by every row of the range).
+  alignas(64) float scratch[Row::kScratchFloats];
+  const float* xr = Row::template prepare<FMT>(x, M, w, scratch);
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch(n);
   for (int64_t n = n0; n < n1; ++n) {
     if (n + ahead < n1) prefetch(n + ahead);
     for (int64_t m = 0; m < M; ++m) {
-      const float s = Row::template dot<FMT>(x + m * K, w, n);
+      const float s = Row::template dot<FMT>(xr + m * K, w, n);
       y[m * N + n] = bias ? s + bias[n] : s;
     }
   }

@@ -23,6 +23,7 @@
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
+#include "kernels/quant.h"
 #include "kernels/ops.h"
 
 namespace smolvlm {
@@ -63,12 +64,23 @@ std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.en
 struct Weight {
   std::vector<float> f32;
   std::vector<uint16_t> half;
+  QuantizedMatrix quantized;  // Q8 per row, Q4 in groups of 64, LUT4 per 16 rows
   WeightRef ref;
+  double bytes = 0;           // stored bytes, for the perf figures
 };
 
 Weight make_weight(WeightFormat f, int64_t N, int64_t K, uint32_t seed) {
   Weight w;
   w.f32 = uniform(size_t(N * K), seed, -1.f / std::sqrt(float(K)), 1.f / std::sqrt(float(K)));
+  w.bytes = double(N * K) * (f == WeightFormat::F32 ? 4 : 2);
+  if (weight_format_is_quantized(f)) {
+    const int64_t group = f == WeightFormat::Q4 ? std::min<int64_t>(64, K) : K;
+    w.quantized = quantize_matrix(w.f32.data(), N, K, f, group, f == WeightFormat::Lut4 ? std::min<int64_t>(16, N) : 1);
+    w.ref = w.quantized.ref();
+    w.bytes = double(w.quantized.codes.size() + 2 * (w.quantized.scales.size() + w.quantized.mins.size() + w.quantized.lut.size()) +
+                     w.quantized.zeros.size());
+    return w;
+  }
   if (f == WeightFormat::F32) {
     w.ref = WeightRef{w.f32.data(), f, N, K};
     return w;
@@ -91,7 +103,7 @@ void add_linear(std::vector<OpCase>& t, WeightFormat f, int64_t M, int64_t N, in
   auto w = std::make_shared<Weight>(make_weight(f, N, K, uint32_t(M * 131 + N * 7 + K)));
   auto x = std::make_shared<std::vector<float>>(uniform(size_t(M * K), uint32_t(K + 5)));
   auto bias = std::make_shared<std::vector<float>>(uniform(size_t(N), 9));
-  const double weight_bytes = double(N * K) * (f == WeightFormat::F32 ? 4 : 2);
+  const double weight_bytes = w->bytes;
   t.push_back({"linear " + std::string(weight_format_name(f)) + " " + std::to_string(M) + "x" + std::to_string(N) + "x" +
                    std::to_string(K),
                [=](ThreadPool& pool) {
@@ -421,8 +433,11 @@ std::vector<OpCase> make_table() {
   // shapes of the models, and a prefill block.
   const int64_t shapes[][3] = {{1, 576, 1536}, {1, 1536, 576}, {1, 37, 300}, {3, 97, 64}, {4, 33, 17},
                                {7, 17, 33},    {13, 50, 300},  {25, 70, 513}, {64, 256, 576}};
-  for (WeightFormat f : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16})
-    for (const auto& s : shapes) add_linear(t, f, s[0], s[1], s[2]);
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4,
+                         WeightFormat::Lut4})
+    for (const auto& s : shapes)
+      if (f == WeightFormat::F32 || f == WeightFormat::F16 || f == WeightFormat::BF16 || f == WeightFormat::Q8 || s[2] % 2 == 0)
+        add_linear(t, f, s[0], s[1], s[2]);  // 4-bit codes need an even K
   add_shared_input(t, 1);
   add_shared_input(t, 40);
   for (bool transposed : {false, true})
