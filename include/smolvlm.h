@@ -315,6 +315,22 @@ SMOLVLM_API int64_t smolvlm_tokenizer_vocab_size(const smolvlm_tokenizer* tokeni
 SMOLVLM_API smolvlm_status smolvlm_render_prompt(smolvlm_model* model, const smolvlm_request* request, char** text,
                                                  int32_t** ids, size_t* n_ids);
 
+/* ---- translation prompts (HY-MT) -------------------------------------------------------------- */
+
+typedef struct smolvlm_term {
+  const char* source;
+  const char* target;
+} smolvlm_term;
+
+/* The HY-MT1.5 model card's prompt for translating `text` into `to` (a model card code such as "de",
+ * or its English or Chinese name): the terminology template when n_terms > 0, the Chinese template when
+ * either `to` or `from` is Chinese, the English one otherwise; `from` (NULL allowed) only picks the
+ * template. Send it as the user turn of a chat request. *prompt is released with smolvlm_free(). */
+SMOLVLM_API smolvlm_status smolvlm_translation_prompt(const char* text, const char* to, const char* from,
+                                                      const smolvlm_term* terms, size_t n_terms, char** prompt);
+/* The model card's language codes, comma separated (static storage). */
+SMOLVLM_API const char* smolvlm_translation_languages(void);
+
 /* ---- model folders and images, without loading a model ---------------------------------------- */
 
 /* Validates a model folder (configs; with config_only 0 also every safetensors header, the shards and

@@ -33,11 +33,12 @@ from ._smolvlm import (  # noqa: F401  (re-exported)
     default_model,
     inspect,
     supported_kernel_paths,
+    translation_languages,
 )
 
 __version__ = _smolvlm.__version__
 __all__ = [
-    "Model", "Result", "Stream", "batch", "merge_batch", "preprocess_image", "inspect", "default_model", "supported_kernel_paths",
+    "Model", "Result", "Stream", "batch", "translation_languages", "merge_batch", "preprocess_image", "inspect", "default_model", "supported_kernel_paths",
     "Error", "BadInputError", "UnsupportedError", "IOError", "StateError", "InternalError",
 ]
 
@@ -126,9 +127,24 @@ class Model:
             return self._m.stream_generate(raw_prompt, opts)
         return self._m.stream_caption(images, prompt, opts)
 
-    def translate(self, text: str, to: str, **options) -> Result:
-        """Translates text (needs a translation model; none of the supported architectures is one yet)."""
-        raise UnsupportedError("translate: this engine has no translation model yet (HunYuan-MT support comes next)")
+    def translate(self, text: str, to: str, *, from_: Optional[str] = None,
+                  terms: Optional[Sequence[Tuple[str, str]]] = None, system: Optional[str] = None,
+                  sample: bool = False, max_new_tokens: int = 512, stop: Optional[Sequence[str]] = None,
+                  context: Optional[int] = None, **sampling) -> Result:
+        """Translates text with a translation model (HY-MT) using the model card's prompt: the
+        terminology template with terms=[(source, target), ...], the Chinese one when `to` or `from_`
+        is Chinese, the English one otherwise (languages: a code such as "de", or an English or
+        Chinese name; smolvlm.translation_languages() lists the codes). system= adds a system turn.
+        Greedy unless sample=True (generation_config.json's sampling) or sampling keywords are given.
+        The same as `smolvlm translate`; returns a Result."""
+        if sample:
+            given = sorted(set(sampling) - {"seed"})
+            if given:
+                raise TypeError("sample=True takes generation_config.json's sampling; drop " + ", ".join(given))
+            sampling = dict(self.info()["recommended_sampling"], **sampling)
+        prompt = _smolvlm._translation_prompt(text, to, from_, [tuple(t) for t in (terms or [])])
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        return self.chat(messages, max_new_tokens=max_new_tokens, stop=stop, context=context, **sampling)
 
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list:
         """Token ids of text, as HF's tokenizer(text, add_special_tokens=...)."""

@@ -373,6 +373,9 @@ py::dict model_info(const ModelPtr& m) {
                            py::arg("image_tokens_per_tile") = i.image_tokens_per_tile);
   d["file_bytes"] = i.file_bytes;
   d["decode_bytes"] = i.decode_bytes;
+  d["recommended_sampling"] =
+      py::dict(py::arg("temperature") = i.recommended_temperature, py::arg("top_k") = i.recommended_top_k,
+               py::arg("top_p") = i.recommended_top_p, py::arg("repetition_penalty") = i.recommended_repetition_penalty);
   return d;
 }
 
@@ -532,6 +535,17 @@ PYBIND11_MODULE(_smolvlm, m) {
     return py::dict(py::arg("written") = s.written, py::arg("missing") = s.missing, py::arg("duplicates") = s.duplicates);
   });
   m.def("_preprocess_image", &preprocess_image);
+  m.def("_translation_prompt", [](const std::string& text, const std::string& to, std::optional<std::string> from,
+                                  const std::vector<std::pair<std::string, std::string>>& terms) {
+    std::vector<smolvlm_term> refs;
+    for (const auto& t : terms) refs.push_back({t.first.c_str(), t.second.c_str()});
+    char* prompt = nullptr;
+    smolvlm::api::check(smolvlm_translation_prompt(text.c_str(), to.c_str(), from ? from->c_str() : nullptr,
+                                                   refs.data(), refs.size(), &prompt));
+    return smolvlm::api::take_string(prompt);
+  });
+  m.def("translation_languages", [] { return std::string(smolvlm_translation_languages()); },
+        "the HY-MT model card's language codes, comma separated");
   m.def("supported_kernel_paths", [] { return std::string(smolvlm_supported_kernel_paths()); },
         "the kernel paths this CPU can run, best last, e.g. 'scalar avx2 avx512'");
   m.def("default_model", [] { return std::string(smolvlm_default_model()); });

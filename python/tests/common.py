@@ -7,6 +7,7 @@ SOURCE = os.environ.get("SMOLVLM_SOURCE_DIR", os.path.abspath(os.path.join(os.pa
 BINARY = os.environ.get("SMOLVLM_BINARY", os.path.join(SOURCE, "build", "smolvlm"))
 TINY = os.path.join(SOURCE, "tests", "data", "models", "smolvlm-tiny")
 LLAMA = os.path.join(SOURCE, "tests", "data", "models", "llama-tiny")
+HUNYUAN = os.path.join(SOURCE, "tests", "data", "models", "hunyuan-tiny-a")
 FLOWER = os.path.join(SOURCE, "examples", "flower.jpg")
 IMAGES = os.path.join(SOURCE, "tests", "data", "image")
 CORRUPT = os.path.join(IMAGES, "corrupt")

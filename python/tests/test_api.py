@@ -11,7 +11,48 @@ import numpy as np
 from PIL import Image
 
 import smolvlm
-from common import CORRUPT, FLOWER, IMAGES, LLAMA, TINY, cli, cli_json
+from common import CORRUPT, FLOWER, HUNYUAN, IMAGES, LLAMA, TINY, cli, cli_json
+
+
+class TranslateTest(unittest.TestCase):
+    """Model.translate builds the prompt `smolvlm translate` builds (the library's, from the model card)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.m = smolvlm.Model(HUNYUAN)
+
+    def tmp(self):
+        import tempfile
+        d = tempfile.mkdtemp(prefix="smolvlm_py_translate_")
+        self.addCleanup(__import__("shutil").rmtree, d)
+        return d
+
+    def test_translate_equals_cli(self):
+        terms = os.path.join(self.tmp(), "terms.tsv")
+        with open(terms, "w") as f:
+            f.write("receipt\t收据\n")
+        cases = (("Good morning, friends.", dict(to="de"), ["--to", "de"]),
+                 ("Good morning, friends.", dict(to="Chinese", system="Be formal."), ["--to", "Chinese", "--system", "Be formal."]),
+                 ("早上好", dict(to="en", from_="zh"), ["--to", "en", "--from", "zh"]),
+                 ("Keep the receipt.", dict(to="zh", terms=[("receipt", "收据")]), ["--to", "zh", "--terms", terms]))
+        for text, kwargs, flags in cases:
+            with self.subTest(flags=flags):
+                r = self.m.translate(text, max_new_tokens=6, **kwargs)
+                c = cli_json("translate", "--model", HUNYUAN, "--json", "--max-new-tokens", "6", *flags, text)
+                self.assertEqual(r.token_ids, c["token_ids"])
+                self.assertEqual(r.text, c["text"])
+                self.assertEqual(r.prompt_tokens, c["prompt_tokens"])
+
+    def test_sample_uses_generation_config(self):
+        rec = self.m.info()["recommended_sampling"]
+        self.assertEqual(set(rec), {"temperature", "top_k", "top_p", "repetition_penalty"})
+        r = self.m.translate("Good morning.", to="fr", sample=True, seed=3, max_new_tokens=5)
+        c = cli_json("translate", "--model", HUNYUAN, "--json", "--sample", "--seed", "3", "--max-new-tokens", "5",
+                     "--to", "fr", "Good morning.")
+        self.assertEqual(r.token_ids, c["token_ids"])
+        with self.assertRaises(TypeError):
+            self.m.translate("x", to="fr", sample=True, temperature=0.5)
+        self.assertIn("zh-Hant", smolvlm.translation_languages().split(", "))
 
 
 class ModelTest(unittest.TestCase):
@@ -245,8 +286,9 @@ class ModelTest(unittest.TestCase):
         with self.assertRaises(smolvlm.Error) as e:
             smolvlm.Model("/nonexistent/model")
         self.assertIn("/nonexistent/model", str(e.exception))
-        with self.assertRaises(smolvlm.UnsupportedError):
-            self.m.translate("Hallo", to="en")
+        with self.assertRaises(smolvlm.BadInputError) as e:
+            self.m.translate("Hallo", to="Klingon")
+        self.assertIn("Klingon", str(e.exception))
         no_weights = smolvlm.Model(TINY, load_weights=False)
         self.assertEqual(no_weights.tokenize("hi", False), self.m.tokenize("hi", False))
         with self.assertRaises(smolvlm.StateError):

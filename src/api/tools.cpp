@@ -12,6 +12,7 @@
 #include "io/npy.h"
 #include "model/quantize.h"
 #include "model/synth.h"
+#include "text/translation.h"
 
 using namespace smolvlm;
 
@@ -158,6 +159,27 @@ smolvlm_status smolvlm_write_png(const char* path, const uint8_t* rgb, int64_t w
   return capi::guarded([&] {
     save_png(path, RgbImage{width, height, std::vector<uint8_t>(rgb, rgb + size_t(width) * size_t(height) * 3)});
   });
+}
+
+smolvlm_status smolvlm_translation_prompt(const char* text, const char* to, const char* from, const smolvlm_term* terms,
+                                         size_t n_terms, char** prompt) {
+  if (!text || !to || !prompt || (n_terms > 0 && !terms))
+    return capi::fail(SMOLVLM_ERR_BAD_INPUT, "smolvlm_translation_prompt: the text, the target language and the output are required");
+  return capi::guarded([&] {
+    std::vector<TranslationTerm> list;
+    for (size_t i = 0; i < n_terms; ++i) {
+      if (!terms[i].source || !terms[i].target || !*terms[i].source || !*terms[i].target)
+        throw bad_input("term " + std::to_string(i) + ": a source and a target are required");
+      list.push_back({terms[i].source, terms[i].target});
+    }
+    const TranslationLanguage* source = from && *from ? &find_translation_language(from) : nullptr;
+    *prompt = capi::copy_string(translation_prompt(text, find_translation_language(to), source, list));
+  });
+}
+
+const char* smolvlm_translation_languages(void) {
+  static const std::string codes = translation_language_codes();
+  return codes.c_str();
 }
 
 }  // extern "C"

@@ -18,51 +18,14 @@
 namespace smolvlm::cli {
 namespace {
 
-// The languages of the HY-MT1.5 model card: its code, the English name the XX template writes and
-// the Chinese name the Chinese templates write.
-struct Language {
-  const char* code;
-  const char* english;
-  const char* chinese;
-};
-
-constexpr Language kLanguages[] = {
-    {"zh", "Chinese", "中文"},          {"en", "English", "英语"},          {"fr", "French", "法语"},
-    {"pt", "Portuguese", "葡萄牙语"},   {"es", "Spanish", "西班牙语"},      {"ja", "Japanese", "日语"},
-    {"tr", "Turkish", "土耳其语"},      {"ru", "Russian", "俄语"},          {"ar", "Arabic", "阿拉伯语"},
-    {"ko", "Korean", "韩语"},           {"th", "Thai", "泰语"},             {"it", "Italian", "意大利语"},
-    {"de", "German", "德语"},           {"vi", "Vietnamese", "越南语"},     {"ms", "Malay", "马来语"},
-    {"id", "Indonesian", "印尼语"},     {"tl", "Filipino", "菲律宾语"},     {"hi", "Hindi", "印地语"},
-    {"zh-Hant", "Traditional Chinese", "繁体中文"}, {"pl", "Polish", "波兰语"}, {"cs", "Czech", "捷克语"},
-    {"nl", "Dutch", "荷兰语"},          {"km", "Khmer", "高棉语"},          {"my", "Burmese", "缅甸语"},
-    {"fa", "Persian", "波斯语"},        {"gu", "Gujarati", "古吉拉特语"},   {"ur", "Urdu", "乌尔都语"},
-    {"te", "Telugu", "泰卢固语"},       {"mr", "Marathi", "马拉地语"},      {"he", "Hebrew", "希伯来语"},
-    {"bn", "Bengali", "孟加拉语"},      {"ta", "Tamil", "泰米尔语"},        {"uk", "Ukrainian", "乌克兰语"},
-    {"bo", "Tibetan", "藏语"},          {"kk", "Kazakh", "哈萨克语"},       {"mn", "Mongolian", "蒙古语"},
-    {"ug", "Uyghur", "维吾尔语"},       {"yue", "Cantonese", "粤语"},
-};
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+// Checks a language name through the library (which knows the model card's table), as a usage
+// error naming the flag.
+void check_language(const std::string& name, const char* flag) {
+  char* prompt = nullptr;
+  if (smolvlm_translation_prompt("", name.c_str(), nullptr, nullptr, 0, &prompt) != SMOLVLM_OK)
+    throw UsageError(std::string(flag) + ": " + smolvlm_last_error());
+  smolvlm_free(prompt);
 }
-
-std::string language_list() {
-  std::string s;
-  for (const Language& l : kLanguages) s += (s.empty() ? "" : ", ") + std::string(l.code);
-  return s;
-}
-
-// A code, an English name (any case) or a Chinese name of the table.
-const Language& find_language(const std::string& name, const char* flag) {
-  const std::string key = lower(name);
-  for (const Language& l : kLanguages)
-    if (key == lower(l.code) || key == lower(l.english) || name == l.chinese) return l;
-  throw UsageError(std::string(flag) + " \"" + name + "\" is not a language of the model card (codes: " +
-                   language_list() + "; English or Chinese names work too)");
-}
-
-bool is_chinese(const Language* l) { return l && (std::string(l->code) == "zh" || std::string(l->code) == "zh-Hant"); }
 
 struct Term {
   std::string source, target;
@@ -86,21 +49,6 @@ std::vector<Term> read_terms(const std::string& path) {
   return terms;
 }
 
-// The model card's prompts: the terminology one with --terms, the Chinese one when either side is
-// Chinese, the English one otherwise.
-std::string translation_prompt(const std::string& text, const Language& to, const Language* from,
-                               const std::vector<Term>& terms) {
-  if (!terms.empty()) {
-    std::string p = "参考下面的翻译：\n";
-    for (const Term& t : terms) p += t.source + " 翻译成 " + t.target + "\n";
-    return p + "\n将以下文本翻译为" + to.chinese + "，注意只需要输出翻译后的结果，不要额外解释：\n" + text;
-  }
-  if (is_chinese(&to) || is_chinese(from))
-    return std::string("将以下文本翻译为") + to.chinese + "，注意只需要输出翻译后的结果，不要额外解释：\n\n" + text;
-  return std::string("Translate the following segment into ") + to.english + ", without additional explanation.\n\n" +
-         text;
-}
-
 struct TranslateFlags : GenerationFlags {
   std::string to, from, terms, system, text;
   bool sample = false;
@@ -115,9 +63,10 @@ int stream_piece(const char* piece, size_t size, void*) {
 class Translator {
  public:
   explicit Translator(const TranslateFlags& f) : f_(f) {
-    to_ = &find_language(f.to, "--to");
-    if (!f.from.empty()) from_ = &find_language(f.from, "--from");
+    check_language(f.to, "--to");
+    if (!f.from.empty()) check_language(f.from, "--from");
     if (!f.terms.empty()) terms_ = read_terms(f.terms);
+    for (const Term& t : terms_) term_refs_.push_back({t.source.c_str(), t.target.c_str()});
     smolvlm_model_options mo;
     smolvlm_model_options_init(&mo);
     mo.threads = f.threads;
@@ -136,7 +85,10 @@ class Translator {
   void translate(const std::string& text, int64_t index) {
     api::Chat chat;
     if (!f_.system.empty()) chat.add(SMOLVLM_ROLE_SYSTEM).text(f_.system);
-    chat.add(SMOLVLM_ROLE_USER).text(translation_prompt(text, *to_, from_, terms_));
+    char* prompt = nullptr;
+    api::check(smolvlm_translation_prompt(text.c_str(), f_.to.c_str(), f_.from.empty() ? nullptr : f_.from.c_str(),
+                                          term_refs_.data(), term_refs_.size(), &prompt));
+    chat.add(SMOLVLM_ROLE_USER).text(api::take_string(prompt));
     smolvlm_request req;
     smolvlm_request_init(&req);
     chat.fill(req);
@@ -173,9 +125,8 @@ class Translator {
 
  private:
   const TranslateFlags& f_;
-  const Language* to_ = nullptr;
-  const Language* from_ = nullptr;
   std::vector<Term> terms_;
+  std::vector<smolvlm_term> term_refs_;  // views of terms_
   std::unique_ptr<api::Model> model_;
   std::unique_ptr<api::Session> session_;
   smolvlm_sampling sampling_{};
@@ -214,7 +165,7 @@ const Command kTranslate{
       auto f = std::make_shared<TranslateFlags>();
       f->max_new_tokens = 512;
       sub.add_option("text", f->text, "the text to translate; - reads stdin and translates it paragraph by paragraph");
-      sub.add_option("--to", f->to, "target language: a model card code (" + language_list() +
+      sub.add_option("--to", f->to, "target language: a model card code (" + std::string(smolvlm_translation_languages()) +
                                         "), or its English or Chinese name")
           ->required();
       sub.add_option("--from", f->from, "source language (only picks the prompt: Chinese on either side uses the "

@@ -175,7 +175,7 @@ TEST(Translate, ContextBoundaryEndsWithContextFull) {
 TEST(Translate, BadCommandLines) {
   auto run = [](const std::string& args) { return test::run_cli("translate --model " + tiny_a() + " " + args); };
   EXPECT_EQ(run("--to klingon hi").exit_code, 2);
-  EXPECT_NE(run("--to klingon hi").out.find("is not a language of the model card"), std::string::npos);
+  EXPECT_NE(run("--to klingon hi").out.find("--to: language \"klingon\" is not one of the model card's"), std::string::npos);
   EXPECT_EQ(run("hi").exit_code, 2);          // --to is required
   EXPECT_EQ(run("--to en").exit_code, 2);     // no text
   EXPECT_EQ(run("--to en - < /dev/null").exit_code, 2);
