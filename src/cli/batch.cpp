@@ -120,14 +120,6 @@ std::unordered_set<std::string> finished_keys(const std::string& text) {
   return keys;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot read");
-  return text;
-}
-
 struct InputLine {
   int64_t line_no;
   std::string key;
@@ -380,7 +372,7 @@ MergeSummary merge_outputs(const std::string& input, const std::vector<std::stri
   std::unordered_map<std::string, std::string> by_key;
   MergeSummary m;
   for (const auto& part : parts)
-    for_each_line(read_file(part), [&](const std::string& line) {
+    for_each_line(read_text_file(part), [&](const std::string& line) {
       if (auto k = record_key(line); k && !by_key.emplace(*k, line).second) ++m.duplicates;
     });
   const std::string tmp = output + ".tmp" + std::to_string(::getpid());

@@ -3,16 +3,16 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 namespace smolvlm::cli {
 
 std::string read_text_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot read");
+  return text;
 }
 
 const char* messages_help() {
