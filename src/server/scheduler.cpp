@@ -30,7 +30,7 @@ int on_piece(const char* piece, size_t size, void* user) {
 }  // namespace
 
 Scheduler::Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity, bool batch)
-    : model_(model), queue_capacity_(queue_capacity) {
+    : queue_capacity_(queue_capacity) {
   if (batch && slots > 1) {
     smolvlm_decode_group* g = nullptr;
     api::check(smolvlm_decode_group_create(model.get(), &g));

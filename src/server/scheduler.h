@@ -68,7 +68,6 @@ class Scheduler {
  private:
   void run_slot(int index);
 
-  const api::Model& model_;
   const size_t queue_capacity_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
