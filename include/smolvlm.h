@@ -110,6 +110,10 @@ typedef struct smolvlm_model_info {
   int64_t vision_num_channels, scale_factor, image_tokens_per_tile;
   int64_t file_bytes;        /* all safetensors files */
   int64_t decode_bytes;      /* weight bytes read per decoded token (decoder layers, final norm, lm_head) */
+  /* generation_config.json's temperature, top_k, top_p, repetition_penalty (1, 0, 1, 1 where absent):
+   * the sampling the model's authors recommend; requests stay greedy unless they set it. */
+  float recommended_temperature, recommended_top_p, recommended_repetition_penalty;
+  int32_t recommended_top_k;
 } smolvlm_model_info;
 
 /* Fills `info` (call smolvlm_model_info_init first or set struct_size). Strings live as long as the model. */
@@ -331,6 +335,26 @@ SMOLVLM_API void smolvlm_synth_options_init(smolvlm_synth_options* options);
  * files. The folder appears whole or not at all. *json (may be NULL) receives a summary. */
 SMOLVLM_API smolvlm_status smolvlm_synth(const char* config_path, const char* out_dir,
                                          const smolvlm_synth_options* options, char** json);
+
+typedef struct smolvlm_quantize_options {
+  size_t struct_size;
+  const char* scheme;                /* "q8" (default), "q4", "lut4"; "f32": every weight dequantized to fp32 */
+  int64_t group_size;                /* q8/q4: columns per group; lut4: rows per table; 0: the default */
+  const char* const* overrides;      /* "PATTERN=FORMAT" (q8, q4, lut4, bf16, f16, f32, source), first match wins */
+  size_t n_overrides;
+  int32_t force;                     /* 1: replace an existing output folder */
+  int32_t threads;                   /* 0: all hardware threads */
+  /* Called after each tensor (serialized; may be NULL): done of total, the tensor's name. */
+  void (*progress)(void* user, size_t done, size_t total, const char* tensor);
+  void* progress_user;
+} smolvlm_quantize_options;
+SMOLVLM_API void smolvlm_quantize_options_init(smolvlm_quantize_options* options);
+/* Writes a copy of a model folder with quantized linear weights (layout and the quantization_config
+ * of config.json: see the README), every other file copied. Atomic like smolvlm_synth and
+ * deterministic (same input and options, same bytes). *json (may be NULL) receives a summary with
+ * every tensor's format and quantization error. */
+SMOLVLM_API smolvlm_status smolvlm_quantize(const char* model_dir, const char* out_dir,
+                                            const smolvlm_quantize_options* options, char** json);
 
 typedef struct smolvlm_pixels {
   size_t struct_size;

@@ -91,6 +91,7 @@ class Tokenizer {
     check(smolvlm_detokenize(t_, ids.data(), ids.size(), skip_special_tokens, &text));
     return take_string(text);
   }
+  int64_t vocab_size() const { return smolvlm_tokenizer_vocab_size(t_); }
   std::string token_string(int32_t id) const {
     char* s = nullptr;
     check(smolvlm_token_to_string(t_, id, &s));

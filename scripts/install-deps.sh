@@ -15,7 +15,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcurl4-openssl-dev libssl-dev \
   libcpp-httplib-dev chromium \
   libopenblas-dev \
-  python3 python3-pil python3-numpy >/dev/null
+  python3 python3-pil python3-numpy \
+  python3-dev pybind11-dev python3-pybind11 python3-dask python3-distributed >/dev/null
 # Node.js (for the reference tokenizer used by the differential tests) ships with the machine image;
 # fall back to Debian's packages where it does not.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

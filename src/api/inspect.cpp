@@ -1,6 +1,7 @@
 // `smolvlm_inspect_model`: a model folder validated and described as JSON (what `smolvlm info` prints).
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "hub/model_ref.h"
 #include "io/safetensors.h"
+#include "model/quantized_weights.h"
 #include "model/registry.h"
 #include "model/spec.h"
 
@@ -43,6 +45,22 @@ nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
     j["files"] = ck->files();
     j["file_bytes"] = ck->file_bytes();
     j["identity"] = hex64(ck->identity());
+    // Stored bits per parameter of each component: 16 for BF16; quantized modules count their codes
+    // and block parameters (a tied lm_head stores nothing of its own).
+    std::map<Component, int64_t> bytes;
+    for (const ExpectedTensor& t : table)
+      if (t.presence == Presence::Required)
+        for (const std::string& name : stored_names(*ck, t))
+          if (const TensorView* v = ck->find(name)) bytes[t.component] += int64_t(v->nbytes);
+    nlohmann::ordered_json bits;
+    for (const ParameterCount& c : p.components)
+      if (c.parameters > 0) bits[component_name(c.component)] = 8.0 * double(bytes[c.component]) / double(c.parameters);
+    j["bits_per_weight"] = bits;
+    if (!ck->quantization().empty()) {
+      std::map<std::string, int64_t> by_scheme;
+      for (const auto& [name, m] : ck->quantization().modules) ++by_scheme[quant_scheme_name(m.scheme)];
+      j["quantization"] = {{"scheme", ck->quantization().scheme}, {"modules", by_scheme}};
+    }
   } else {
     j["weights"] = nullptr;
   }

@@ -4,6 +4,7 @@
 #include "api/handles.h"
 #include "core/error.h"
 #include "hub/model_ref.h"
+#include "model/quantized_weights.h"
 #include "model/spec.h"
 #include "runtime/kv_cache.h"
 
@@ -56,8 +57,11 @@ int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
   for (const ExpectedTensor& t : all_tensors(model_spec(cfg))) {
     if (t.component != Component::Text && t.component != Component::LmHead) continue;
     if (t.role == Role::Embedding || t.presence == Presence::Absent) continue;
-    const TensorView* stored = ck.find(t.presence == Presence::Tied ? t.tied_to : t.name);
-    if (stored) bytes += static_cast<int64_t>(stored->nbytes);
+    // A quantized module's codes and block parameters (model/quantized_weights.h) replace its weight.
+    const std::vector<std::string> names =
+        t.presence == Presence::Tied ? std::vector<std::string>{t.tied_to} : stored_names(ck, t);
+    for (const std::string& name : names)
+      if (const TensorView* stored = ck.find(name)) bytes += static_cast<int64_t>(stored->nbytes);
   }
   return bytes;
 }
@@ -96,6 +100,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
       m->config = load_model_config(m->dir);
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
+    check_context_fits(m->config.decoder(), m->max_context);
     *out = m.release();
   });
 }
@@ -128,6 +133,11 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
     r.has_vision = vlm ? 1 : 0;
     r.max_context = model->max_context;
     r.max_position_embeddings = c.max_position_embeddings;
+    const GenerationConfig& g = cfg.generation;
+    r.recommended_temperature = static_cast<float>(g.temperature);
+    r.recommended_top_k = static_cast<int32_t>(g.top_k);
+    r.recommended_top_p = static_cast<float>(g.top_p);
+    r.recommended_repetition_penalty = static_cast<float>(g.repetition_penalty);
     r.vocab_size = c.vocab_size;
     r.hidden_size = c.hidden_size;
     r.intermediate_size = c.intermediate_size;

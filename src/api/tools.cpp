@@ -10,6 +10,7 @@
 #include "image/image.h"
 #include "io/file.h"
 #include "io/npy.h"
+#include "model/quantize.h"
 #include "model/synth.h"
 
 using namespace smolvlm;
@@ -46,6 +47,58 @@ smolvlm_status smolvlm_synth(const char* config_path, const char* out_dir, const
                                         {"weight_bytes", r.weight_bytes},
                                         {"copied_files", r.copied_files},
                                         {"seed", o.seed}};
+      *json = capi::copy_string(j.dump(2));
+    }
+  });
+}
+
+void smolvlm_quantize_options_init(smolvlm_quantize_options* o) {
+  if (!o) return;
+  *o = smolvlm_quantize_options{};
+  o->struct_size = sizeof(*o);
+  o->scheme = "q8";
+}
+
+smolvlm_status smolvlm_quantize(const char* model_dir, const char* out_dir, const smolvlm_quantize_options* options,
+                                char** json) {
+  if (!model_dir || !out_dir)
+    return capi::fail(SMOLVLM_ERR_BAD_INPUT, "smolvlm_quantize: the model folder and the output folder are required");
+  return capi::guarded([&] {
+    smolvlm_quantize_options defaults;
+    smolvlm_quantize_options_init(&defaults);
+    const smolvlm_quantize_options o = capi::read_struct(options, defaults, "smolvlm_quantize_options");
+    QuantizeOptions qo;
+    qo.scheme = o.scheme ? o.scheme : "q8";
+    qo.group_size = o.group_size;
+    qo.force = o.force != 0;
+    qo.threads = o.threads;
+    if (o.n_overrides && !o.overrides) throw bad_input("smolvlm_quantize: overrides is NULL");
+    for (size_t i = 0; i < o.n_overrides; ++i) {
+      const std::string rule = o.overrides[i] ? o.overrides[i] : "";
+      const size_t eq = rule.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == rule.size())
+        throw bad_input("override \"" + rule + "\": expected PATTERN=FORMAT");
+      qo.keep.emplace_back(rule.substr(0, eq), rule.substr(eq + 1));
+    }
+    if (o.progress)
+      qo.progress = [&](size_t done, size_t total, const std::string& t) { o.progress(o.progress_user, done, total, t.c_str()); };
+    const QuantizeResult r = quantize_checkpoint(resolve_model_dir(model_dir), out_dir, qo);
+    if (json) {
+      nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+      for (const QuantizedTensorReport& t : r.report) {
+        nlohmann::ordered_json e = {{"name", t.name}, {"format", t.format}};
+        if (t.group_size) {
+          e["group_size"] = t.group_size;
+          e["block_rows"] = t.block_rows;
+          e["max_abs_error"] = t.max_abs_error;
+          e["rms_error"] = t.rms_error;
+        }
+        tensors.push_back(e);
+      }
+      const nlohmann::ordered_json j = {{"out", out_dir},          {"scheme", r.scheme},
+                                        {"tensors", r.tensors},    {"quantized", r.quantized},
+                                        {"source_bytes", r.source_bytes}, {"weight_bytes", r.weight_bytes},
+                                        {"seconds", r.seconds},    {"report", tensors}};
       *json = capi::copy_string(j.dump(2));
     }
   });

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <smolvlm.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -41,6 +42,20 @@ void print_text(const nlohmann::ordered_json& j) {
     std::cout << "dtypes:       " << dtypes << "\n"
               << "files:        " << files << " (" << count(j["file_bytes"]) << " bytes)\n"
               << "identity:     " << j["identity"].get<std::string>() << "\n";
+    std::string bits;
+    for (const auto& [part, b] : j["bits_per_weight"].items()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", bits.empty() ? "" : ", ", part.c_str(), b.get<double>());
+      bits += buf;
+    }
+    std::cout << "bits/weight:  " << bits << "\n";
+    if (j.contains("quantization")) {
+      std::string modules;
+      for (const auto& [scheme, n] : j["quantization"]["modules"].items())
+        modules += (modules.empty() ? "" : ", ") + std::to_string(n.get<int64_t>()) + " " + scheme;
+      std::cout << "quantized:    " << modules << " modules (scheme " << j["quantization"]["scheme"].get<std::string>()
+                << ")\n";
+    }
   } else {
     std::cout << "weights:      not read (--config-only)\n";
   }
@@ -50,6 +65,9 @@ void print_text(const nlohmann::ordered_json& j) {
             << "), intermediate " << t["intermediate_size"] << ", vocab " << t["vocab_size"] << ", rope "
             << t["rope_type"].get<std::string>() << " theta " << t["rope_theta"] << ", rms_norm_eps "
             << t["rms_norm_eps"] << ", max positions " << t["max_position_embeddings"] << "\n";
+  if (t.contains("rope_alpha"))
+    std::cout << "              rope alpha " << t["rope_alpha"] << " (base " << t["rope_base"] << "), q/k norm "
+              << t["qk_norm"].get<std::string>() << "\n";
   if (j.contains("vision_config")) {
     const auto& v = j["vision_config"];
     std::cout << "vision:       hidden " << v["hidden_size"] << ", layers " << v["num_hidden_layers"] << ", heads "

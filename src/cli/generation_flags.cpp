@@ -1,5 +1,7 @@
 #include "cli/generation_flags.h"
 
+#include "cli/batch.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -18,19 +20,6 @@ int print_piece(const char* piece, size_t size, void*) {
   std::fwrite(piece, 1, size, stdout);
   std::fflush(stdout);
   return 1;
-}
-
-nlohmann::ordered_json result_json(const smolvlm_result& r, double load_s) {
-  nlohmann::ordered_json j;
-  j["text"] = std::string(r.text, r.text_size);
-  j["token_ids"] = std::vector<int32_t>(r.token_ids, r.token_ids + r.n_tokens);
-  j["prompt_tokens"] = r.prompt_tokens;
-  j["stopped_on_eos"] = r.finish_reason == SMOLVLM_FINISH_EOS;
-  j["finish_reason"] = smolvlm_finish_reason_name(r.finish_reason);
-  const smolvlm_timings& t = r.timings;
-  j["timings"] = {{"load_s", load_s},         {"preprocess_s", t.preprocess_s}, {"vision_s", t.vision_s},
-                  {"prefill_s", t.prefill_s}, {"decode_s", t.decode_s},         {"kernel_path", r.kernel_path}};
-  return j;
 }
 
 std::string timing_report(const smolvlm_result& r, double load_s, int threads) {

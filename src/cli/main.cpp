@@ -35,6 +35,7 @@ std::string flag_hint(const std::string& message) {
       {"the file patterns", "--include"},                {"name the files to fetch", "--include"},
       {"revision must be a branch", "--revision"},       {"folder exists and is not empty", "use --force to replace it"},
       {"no weights: neither model.safetensors", "`smolvlm info --config-only` reads the configs alone"},
+      {"already holds results", "--resume"},
   };
   for (const auto& [needle, hint] : kHints)
     if (message.find(needle) != std::string::npos) return std::string(" (") + hint + ")";

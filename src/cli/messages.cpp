@@ -7,8 +7,6 @@
 
 namespace smolvlm::cli {
 
-namespace {
-
 std::string read_text_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw api::Error(SMOLVLM_ERR_IO, path + ": cannot open");
@@ -16,8 +14,6 @@ std::string read_text_file(const std::string& path) {
   s << f.rdbuf();
   return s.str();
 }
-
-}  // namespace
 
 const char* messages_help() {
   return "a JSON file in OpenAI's message shape: [{\"role\": \"system\"|\"user\"|\"assistant\", "

@@ -14,5 +14,7 @@ void add_messages_file(const std::string& path, api::Chat& chat);
 // The same for JSON text already read; `path` names it in messages.
 void add_messages_json(const std::string& text, const std::string& path, api::Chat& chat);
 const char* messages_help();
+// The bytes of a file named on the command line; api::Error(IO) naming it when it cannot be read.
+std::string read_text_file(const std::string& path);
 
 }  // namespace smolvlm::cli

@@ -55,6 +55,13 @@ GenerationConfig generation_from(const ConfigFields& f) {
   if (const json* eos = f.get("eos_token_id")) g.eos_token_ids = token_id_list(*eos, f.where("eos_token_id"));
   g.bos_token_id = optional_token_id(f, "bos_token_id");
   g.pad_token_id = optional_token_id(f, "pad_token_id");
+  g.temperature = f.number("temperature", g.temperature);
+  if (g.temperature < 0) throw bad_input(f.where("temperature") + " must be >= 0");
+  g.top_k = f.integer("top_k", g.top_k);
+  if (g.top_k < 0) throw bad_input(f.where("top_k") + " must be >= 0");
+  g.top_p = f.positive_number("top_p", g.top_p);
+  if (g.top_p > 1) throw bad_input(f.where("top_p") + " must be in (0, 1]");
+  g.repetition_penalty = f.positive_number("repetition_penalty", g.repetition_penalty);
   return g;
 }
 

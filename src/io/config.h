@@ -19,6 +19,12 @@ struct GenerationConfig {
   std::vector<int64_t> eos_token_ids;   // `eos_token_id` may be an int or a list
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> pad_token_id;
+  // The sampling the model's authors recommend (used when a caller asks for it; decoding stays greedy
+  // by default). Absent keys keep the off values.
+  double temperature = 1.0;
+  int64_t top_k = 0;  // HF's default 50 applies only under do_sample; 0 here: off unless the file sets it
+  double top_p = 1.0;
+  double repetition_penalty = 1.0;
 };
 
 // preprocessor_config.json of Idefics3ImageProcessor.

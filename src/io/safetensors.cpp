@@ -1,5 +1,7 @@
 #include "io/safetensors.h"
 
+#include "io/json_fields.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -419,7 +421,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
   for (const auto& shard : ck->shards_)
     for (const TensorView& t : shard->tensors())
       if (!is_ignored_buffer(t.name)) ck->tensors_.emplace(t.name, t);
-  ck->identity_ = identity_of(read_file(dir / "config.json"), ck->tensors_);
+  const std::string config_text = read_file(dir / "config.json");
+  ck->identity_ = identity_of(config_text, ck->tensors_);
+  const std::string config_name = (dir / "config.json").string();
+  ck->quantization_ = parse_quantization_config(parse_json_object(config_text, config_name), config_name);
   return ck;
 }
 

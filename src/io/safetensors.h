@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "io/file.h"
+#include "io/quantization.h"
 
 namespace smolvlm {
 
@@ -102,6 +103,8 @@ class Checkpoint {
   const std::vector<std::string>& files() const { return files_; }
   // Stable identity of (config, tensor table): KV caches remember it to refuse other models.
   uint64_t identity() const { return identity_; }
+  // config.json's quantization_config (io/quantization.h): empty for an unquantized model.
+  const QuantizationConfig& quantization() const { return quantization_; }
 
  private:
   Checkpoint() = default;
@@ -111,6 +114,7 @@ class Checkpoint {
   std::vector<std::string> files_;
   std::map<std::string, TensorView, std::less<>> tensors_;
   uint64_t identity_ = 0;
+  QuantizationConfig quantization_;
 };
 
 }  // namespace smolvlm

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/quant.h"
 
 namespace smolvlm {
 
@@ -35,7 +36,7 @@ void weight_row(const WeightRef& w, int64_t n, int64_t K, float* out) {
     }
     case WeightFormat::Q8:
     case WeightFormat::Q4:
-    case WeightFormat::Lut4: break;
+    case WeightFormat::Lut4: dequantize_row(w, n, 0, K, out); return;
   }
   gemm::refuse_weight_format(w.format);
 }
@@ -63,7 +64,7 @@ void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
     case WeightFormat::BF16: break;
     case WeightFormat::Q8:
     case WeightFormat::Q4:
-    case WeightFormat::Lut4:
+    case WeightFormat::Lut4: check_quant_blocks(w); break;
     default: gemm::refuse_weight_format(w.format);
   }
   if (M < 0 || w.rows < 0 || w.cols < 0)

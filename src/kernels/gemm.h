@@ -1,6 +1,7 @@
 // Matrix products of the models. The weight side is an HF nn.Linear weight as stored: [N, K]
-// row-major (out_features x in_features) in its stored format (F32, F16 or BF16: WeightRef); conversion
-// to fp32 happens inside the kernel, never as a full fp32 copy of the model. Every output element is
+// row-major (out_features x in_features) in its stored format (F32, F16, BF16 or quantized blocks:
+// WeightRef); conversion to fp32 happens inside the kernel (the GEMV decodes blocks as it streams
+// them, the GEMM while packing), never as a full fp32 copy of the model. Every output element is
 // computed with the same summation order whatever the thread count, so results are bitwise
 // identical for any --threads.
 #pragma once
@@ -15,8 +16,8 @@
 namespace smolvlm {
 
 // How a weight's values are stored. Dense formats hold one element per value; the quantized ones
-// hold small integer codes plus per-block parameters (QuantBlocks) and have no kernel yet: linear()
-// refuses them with Error(Unsupported).
+// hold small integer codes plus per-block parameters (QuantBlocks; kernels/quant.h has the exact
+// dequantization every kernel path computes with).
 enum class WeightFormat : uint8_t {
   F32,   // dense fp32
   F16,   // dense IEEE half
@@ -32,10 +33,11 @@ WeightFormat dense_weight_format(DType dtype);
 
 // The blocks of a quantized weight. A block is block_rows consecutive rows x group_size consecutive
 // columns (along K) sharing one set of parameters; blocks are numbered row-block-major,
-//   block(n, k) = (n / block_rows) * (cols / group_size) + k / group_size,
-// and each parameter array holds one entry (LUT4: 16 entries) per block in that order. Per-row
-// quantization is group_size = cols, block_rows = 1. cols % group_size == 0 and
-// rows % block_rows == 0; the 4-bit formats need an even group_size, so no byte spans two blocks.
+//   block(n, k) = (n / block_rows) * ceil(cols / group_size) + k / group_size,
+// and each parameter array holds one entry (LUT4: 16 entries) per block in that order. The last
+// group of a row is short when group_size does not divide cols, and the last block of rows when
+// block_rows does not divide rows. Per-row quantization is group_size = cols, block_rows = 1. The
+// 4-bit formats need an even group_size and even cols, so no byte spans two blocks or two rows.
 struct QuantBlocks {
   int64_t group_size = 0;                // columns per block
   int64_t block_rows = 1;                // rows per block

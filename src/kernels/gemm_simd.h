@@ -47,9 +47,9 @@ inline float load1(const void* base, int64_t idx) {
   }
 }
 
-// Calls fn.template operator()<FMT>() for the weight's format. Only the dense formats have
-// kernels; anything else is refused (linear() checks first: this is the last line of defence
-// against reading other data as fp32).
+// Calls fn.template operator()<FMT>() for a dense weight format; anything else is refused (the
+// quantized formats have their own dispatch, with_quant_format: this is the last line of defence
+// against reading codes as fp32).
 template <typename Fn>
 inline void with_format(WeightFormat format, Fn&& fn) {
   switch (format) {
@@ -121,9 +121,108 @@ inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
       dst[k * stride + i] = i < valid ? load1<FMT>(w.data, (row0 + i) * K + k0 + k) : 0.f;
 }
 
+// ---- Quantized weights (kernels/quant.h: the block layout and the exact dequantization) ----
+
+inline uint8_t code4(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
+
+// The parameters of one block, as fp32, and where its row's codes start.
+struct QuantGroup {
+  float scale = 0.f, offset = 0.f;  // Q8: scale, -zero_point; Q4: scale, min
+  const uint16_t* lut = nullptr;    // Lut4: 16 fp16 entries
+};
+
+inline QuantGroup quant_group(const WeightRef& w, int64_t block) {
+  const QuantBlocks& b = w.quant;
+  QuantGroup g;
+  switch (w.format) {
+    case WeightFormat::Q8:
+      g.scale = _cvtsh_ss(b.scales[block]);
+      g.offset = b.zero_points ? float(b.zero_points[block]) : 0.f;
+      break;
+    case WeightFormat::Q4:
+      g.scale = _cvtsh_ss(b.scales[block]);
+      g.offset = _cvtsh_ss(b.mins[block]);
+      break;
+    default: g.lut = b.lut + block * 16; break;
+  }
+  return g;
+}
+
+// Value k of a quantized row (codes of row n start at `row`), exactly as dequantize_row() computes it.
+template <WeightFormat FMT>
+inline float quant_value(const void* row, const QuantGroup& g, int64_t k) {
+  if constexpr (FMT == WeightFormat::Q8) {
+    return g.scale * (float(static_cast<const int8_t*>(row)[k]) - g.offset);
+  } else if constexpr (FMT == WeightFormat::Q4) {
+    return g.scale * float(code4(static_cast<const uint8_t*>(row), k)) + g.offset;
+  } else {
+    return _cvtsh_ss(g.lut[code4(static_cast<const uint8_t*>(row), k)]);
+  }
+}
+
+template <WeightFormat FMT>
+inline const void* quant_row(const WeightRef& w, int64_t n) {
+  if constexpr (FMT == WeightFormat::Q8)
+    return static_cast<const int8_t*>(w.data) + n * w.cols;
+  else
+    return static_cast<const uint8_t*>(w.data) + n * w.cols / 2;
+}
+
+template <WeightFormat FMT>
+constexpr int64_t quant_row_bytes(int64_t cols) {
+  return FMT == WeightFormat::Q8 ? cols : cols / 2;
+}
+
+// Calls fn.template operator()<FMT>() for a quantized format.
+template <typename Fn>
+inline void with_quant_format(WeightFormat format, Fn&& fn) {
+  switch (format) {
+    case WeightFormat::Q8: fn.template operator()<WeightFormat::Q8>(); return;
+    case WeightFormat::Q4: fn.template operator()<WeightFormat::Q4>(); return;
+    case WeightFormat::Lut4: fn.template operator()<WeightFormat::Lut4>(); return;
+    default: break;
+  }
+  refuse_weight_format(format);
+}
+
+// Values [k0, k0 + count) of row n, group by group.
+template <WeightFormat FMT>
+inline void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count, float* out) {
+  const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
+  const int64_t first_block = (n / w.quant.block_rows) * groups;
+  const void* row = quant_row<FMT>(w, n);
+  for (int64_t k = k0; k < k0 + count;) {
+    const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
+    const QuantGroup q = quant_group(w, first_block + g);
+    for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
+  }
+}
+
+// Quantized weights are packed by dequantizing each row's K block and writing it into the panel: the
+// prefill and vision products then run the dense micro kernels on exact fp32 values.
+template <int NR, WeightFormat FMT>
+void pack_b_quant(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  float row[1024];  // kc <= the kernels' KC (256)
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t j = 0; j < NR; ++j) {
+      const int64_t n = n0 + p * NR + j;
+      float* d = dst + p * kc * NR + j;
+      if (n >= w.rows) {
+        for (int64_t k = 0; k < kc; ++k) d[k * NR] = 0.f;
+        continue;
+      }
+      dequantize_segment<FMT>(w, n, k0, kc, row);
+      for (int64_t k = 0; k < kc; ++k) d[k * NR] = row[k];
+    }
+}
+
 template <int NR>
 void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
   static_assert(NR % 8 == 0);
+  if (weight_format_is_quantized(w.format)) {
+    with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_b_quant<NR, FMT>(w, n0, panels, k0, kc, dst); });
+    return;
+  }
   with_format(w.format, [&]<WeightFormat FMT>() {
     for (int64_t p = 0; p < panels; ++p)
       for (int g = 0; g < NR / 8; ++g)
@@ -180,9 +279,100 @@ void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias
 
 constexpr int kGemvMaxM = 4;
 
+// 8 consecutive 4-bit codes from 4 bytes (low nibble first) as int32 lanes.
+inline __m256i codes4x8(const uint8_t* p) {
+  uint32_t u;
+  __builtin_memcpy(&u, p, 4);
+  const __m128i b = _mm_cvtsi32_si128(int(u)), mask = _mm_set1_epi8(0x0f);
+  const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  return _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
+}
+
+// The 256-bit decoding of 8 quantized values: one group's parameters broadcast once.
+template <WeightFormat FMT>
+struct QuantDecoder8 {
+  __m256 scale, offset, lut_lo, lut_hi;
+  explicit QuantDecoder8(const QuantGroup& g) {
+    if constexpr (FMT == WeightFormat::Lut4) {
+      lut_lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut)));
+      lut_hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut + 8)));
+    } else {
+      scale = _mm256_set1_ps(g.scale);
+      offset = _mm256_set1_ps(g.offset);
+    }
+  }
+  // Values [k, k + 8) of the row (k even for the 4-bit formats).
+  __m256 load(const void* row, int64_t k) const {
+    if constexpr (FMT == WeightFormat::Q8) {
+      const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k)));
+      return _mm256_mul_ps(scale, _mm256_sub_ps(_mm256_cvtepi32_ps(q), offset));
+    } else if constexpr (FMT == WeightFormat::Q4) {
+      const __m256i q = codes4x8(static_cast<const uint8_t*>(row) + k / 2);
+      return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(q), offset);  // scale * q is exact: one rounding
+    } else {
+      const __m256i q = codes4x8(static_cast<const uint8_t*>(row) + k / 2);
+      const __m256 lo = _mm256_permutevar8x32_ps(lut_lo, q), hi = _mm256_permutevar8x32_ps(lut_hi, q);
+      return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(q, 28)));  // bit 3 selects
+    }
+  }
+};
+
+// x · (quantized row n), group by group: four 8-lane sums over 32-value steps, then 8-value steps,
+// the scalar tail of each group into one float. The same order for every row, range and thread.
+struct QuantRow256 {
+  template <WeightFormat FMT>
+  static float dot(const float* x, const WeightRef& w, int64_t n) {
+    const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
+    const int64_t first_block = (n / w.quant.block_rows) * groups;
+    const void* row = quant_row<FMT>(w, n);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    float tail = 0.f;
+    for (int64_t g = 0; g < groups; ++g) {
+      const QuantGroup q = quant_group(w, first_block + g);
+      const QuantDecoder8<FMT> dec(q);
+      int64_t k = g * G;
+      const int64_t end = min_i64(K, k + G);
+      for (; k + 32 <= end; k += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), dec.load(row, k), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), dec.load(row, k + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), dec.load(row, k + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), dec.load(row, k + 24), a3);
+      }
+      for (; k + 8 <= end; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), dec.load(row, k), a0);
+      for (; k < end; ++k) tail += x[k] * quant_value<FMT>(row, q, k);
+    }
+    return vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
+  }
+};
+
+// gemv_range for quantized weights, with Row::dot<FMT> the ISA's row product.
+template <typename Row, WeightFormat FMT>
+void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                      int64_t n1) {
+  const int64_t K = w.cols, N = w.rows, row_bytes = quant_row_bytes<FMT>(K);
+  const int64_t ahead = std::max<int64_t>(1, (9216 + row_bytes - 1) / row_bytes);
+  auto prefetch = [&](int64_t n) {
+    const char* r = static_cast<const char*>(quant_row<FMT>(w, n));
+    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
+  };
+  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch(n);
+  for (int64_t n = n0; n < n1; ++n) {
+    if (n + ahead < n1) prefetch(n + ahead);
+    for (int64_t m = 0; m < M; ++m) {
+      const float s = Row::template dot<FMT>(x + m * K, w, n);
+      y[m * N + n] = bias ? s + bias[n] : s;
+    }
+  }
+}
+
 // The gemv entry point of both ISA kernel sets: M in [1, kGemvMaxM].
+template <typename QuantRow>
 inline void gemv_small_m(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
+  if (weight_format_is_quantized(w.format)) {
+    with_quant_format(w.format, [&]<WeightFormat FMT>() { gemv_quant_range<QuantRow, FMT>(x, M, w, bias, y, n0, n1); });
+    return;
+  }
   with_format(w.format, [&]<WeightFormat FMT>() { gemv_range<FMT>(x, M, w, bias, y, n0, n1); });
 }
 
@@ -249,7 +439,7 @@ void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* p
 }
 
 // The GemmKernels table of one ISA, around its MR x NR micro kernel.
-template <int MR, int NR, int KC, auto Micro>
+template <int MR, int NR, int KC, auto Micro, typename QuantRow = QuantRow256>
 struct KernelSet {
   static void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
     pack_b_panels<NR>(w, n0, panels, k0, kc, dst);
@@ -262,7 +452,7 @@ struct KernelSet {
     macro_kernel<MR, NR>(Micro, packed_a, mc, packed_b, b_panel_stride, n_valid, kc, y, ldy, accumulate, bias);
   }
   static GemmKernels table(const char* name) {
-    return GemmKernels{name, MR, NR, KC, kGemvMaxM, pack_b, pack_a, macro, gemv_small_m};
+    return GemmKernels{name, MR, NR, KC, kGemvMaxM, pack_b, pack_a, macro, gemv_small_m<QuantRow>};
   }
 };
 

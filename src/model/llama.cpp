@@ -25,6 +25,10 @@ LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const Com
     Layer l;
     l.input_norm = vector_f32(ckpt, text.layer_tensor(i, Role::AttentionNorm));
     l.post_norm = vector_f32(ckpt, text.layer_tensor(i, Role::MlpNorm));
+    if (cfg_.qk_norm) {
+      l.q_norm = vector_f32(ckpt, text.layer_tensor(i, Role::QNorm));
+      l.k_norm = vector_f32(ckpt, text.layer_tensor(i, Role::KNorm));
+    }
     l.q = weight(Role::QProj);
     l.k = weight(Role::KProj);
     l.v = weight(Role::VProj);
@@ -45,7 +49,7 @@ LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const Com
   const ExpectedTensor head = lm_head.tensor(Role::LmHead);
   lm_head_ = head.presence == Presence::Tied ? matrix_view(*embed_, head.shape[0], head.shape[1]) : matrix(ckpt, head);
   inv_freq_.resize(static_cast<size_t>(cfg_.head_dim / 2));
-  rope_inv_freq(cfg_.rope_theta, cfg_.head_dim, inv_freq_.data());
+  rope_inv_freq(cfg_.rope_base(), cfg_.head_dim, inv_freq_.data());
 }
 
 LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows) {
@@ -102,6 +106,12 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   rope_rotate_half(s.q.data(), rows, qd, qh, D, s.rope.data(), pool);
   rope_rotate_half(k_rows, rows, kvd, kvh, D, s.rope.data(), pool);
+  if (cfg_.qk_norm) {
+    // Each head's rotated query / key is normalized in place (HF: after apply_rotary_pos_emb), so the
+    // cache holds the normed keys.
+    rms_norm(s.q.data(), rows * qh, D, l.q_norm.data(), eps, s.q.data(), pool);
+    rms_norm(k_rows, rows * kvh, D, l.k_norm.data(), eps, k_rows, pool);
+  }
 
   AttentionArgs a;
   a.q = s.q.data();

@@ -1,6 +1,8 @@
-// The Llama decoder (SmolLM2, and the text model of Idefics3): token embeddings, pre-RMSNorm layers
-// with rotate-half RoPE and grouped-query attention over an external KV cache, SiLU-gated MLP, final
-// RMSNorm, lm_head (tied to the embeddings when the spec says so). Weights are bound by role from the
+// The Llama decoder (SmolLM2, the text model of Idefics3, HunYuan dense): token embeddings, pre-RMSNorm
+// layers with rotate-half RoPE and grouped-query attention over an external KV cache, SiLU-gated MLP,
+// final RMSNorm, lm_head (tied to the embeddings when the spec says so). HunYuan's variations are
+// config flags (LlamaConfig::rope_alpha, qk_norm): the NTK-alpha RoPE base and a per-head RMSNorm of
+// queries and keys after RoPE. Weights are bound by role from the
 // architecture's spec (model/spec.h), never by name.
 #pragma once
 
@@ -62,6 +64,7 @@ class LlamaModel {
  private:
   struct Layer {
     std::vector<float> input_norm, post_norm;
+    std::vector<float> q_norm, k_norm;  // [head_dim], with cfg.qk_norm only
     WeightRef q, k, v, o, gate, up, down;
     std::vector<float> q_b, k_b, v_b, o_b, gate_b, up_b, down_b;  // empty unless attention_bias / mlp_bias
   };

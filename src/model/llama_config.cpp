@@ -1,5 +1,7 @@
 #include "model/llama_config.h"
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace smolvlm {
@@ -43,12 +45,25 @@ LlamaConfig parse_llama_config(const ConfigFields& f) {
   return t;
 }
 
+double LlamaConfig::rope_base() const {
+  if (rope_alpha <= 0) return rope_theta;
+  const double d = static_cast<double>(head_dim);
+  return rope_theta * std::pow(rope_alpha, d / (d - 2.0));
+}
+
 void check_llama_supported(const LlamaConfig& c, const std::string& where) {
   if (c.rope_type != "default")
     throw unsupported(where + ": key \"rope_scaling\" has rope_type \"" + c.rope_type +
                       "\"; only the \"default\" RoPE is implemented for Llama");
   if (c.hidden_act != "silu")
     throw unsupported(where + ": key \"hidden_act\" is \"" + c.hidden_act + "\"; only \"silu\" is implemented for Llama");
+}
+
+void check_context_fits(const LlamaConfig& c, int64_t context) {
+  if (c.positions_bounded && context > c.max_position_embeddings)
+    throw bad_input("a context of " + std::to_string(context) + " positions is past the model's max_position_embeddings (" +
+                    std::to_string(c.max_position_embeddings) +
+                    "): its RoPE past that limit (HF's dynamic NTK without alpha) is not implemented");
 }
 
 nlohmann::ordered_json describe_llama_config(const LlamaConfig& t) {

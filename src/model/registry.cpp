@@ -3,6 +3,7 @@
 #include <array>
 
 #include "io/file.h"
+#include "model/hunyuan_arch.h"
 #include "model/idefics3_arch.h"
 #include "model/llama_arch.h"
 
@@ -11,7 +12,8 @@ namespace smolvlm {
 namespace {
 
 // The one list of supported architectures.
-constexpr std::array<const Architecture*, 2> kArchitectures = {&kIdefics3ForConditionalGeneration, &kLlamaForCausalLM};
+constexpr std::array<const Architecture*, 3> kArchitectures = {&kIdefics3ForConditionalGeneration, &kLlamaForCausalLM,
+                                                                &kHunYuanDenseV1ForCausalLM};
 
 std::string known(const char* Architecture::*key) {
   std::string s;

@@ -1,5 +1,7 @@
 #include "model/spec.h"
 
+#include "model/quantized_weights.h"
+
 #include <algorithm>
 #include <set>
 
@@ -159,9 +161,14 @@ ParameterCounts count_parameters(const ModelSpec& spec) {
 
 void validate_checkpoint(const ModelSpec& spec, const Checkpoint& ckpt) {
   const std::vector<ExpectedTensor> table = all_tensors(spec);
+  check_quantized_modules(ckpt, table);
   std::vector<std::string> missing;
   for (const ExpectedTensor& e : table) {
     if (e.presence != Presence::Required) continue;
+    if (const QuantizedModule* m = quantized_module(ckpt, e)) {
+      quantized_matrix(ckpt, e, *m);  // every rule of the quantized layout
+      continue;
+    }
     const TensorView* t = ckpt.find(e.name);
     if (!t) {
       missing.push_back(e.name);
@@ -179,7 +186,8 @@ void validate_checkpoint(const ModelSpec& spec, const Checkpoint& ckpt) {
                     spec.architecture + " with this config.json needs: " + name_list(missing));
   std::set<std::string> stored;
   for (const ExpectedTensor& e : table)
-    if (e.presence == Presence::Required) stored.insert(e.name);
+    if (e.presence == Presence::Required)
+      for (const std::string& name : stored_names(ckpt, e)) stored.insert(name);
   std::vector<std::string> unexpected;
   for (const auto& [name, t] : ckpt.tensors())
     if (!stored.count(name)) unexpected.push_back(name);

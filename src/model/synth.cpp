@@ -1,7 +1,5 @@
 #include "model/synth.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <random>
 #include <string>
@@ -11,17 +9,12 @@
 #include "io/file.h"
 #include "io/json_fields.h"
 #include "io/safetensors.h"
+#include "model/model_folder.h"
 #include "model/registry.h"
 
 namespace smolvlm {
 
 namespace {
-
-// Files of a model folder besides the weights that a synthetic copy keeps.
-constexpr const char* kCompanionFiles[] = {
-    "generation_config.json", "preprocessor_config.json", "processor_config.json", "chat_template.json",
-    "chat_template.jinja",    "tokenizer.json",           "tokenizer_config.json", "special_tokens_map.json",
-    "added_tokens.json",      "vocab.json",               "merges.txt"};
 
 constexpr float kSigma = 0.02f;
 
@@ -58,44 +51,6 @@ void fill_values(uint8_t* out, size_t count, DType dtype, float mean, uint64_t s
   }
 }
 
-bool folder_is_empty(const std::filesystem::path& dir) {
-  return std::filesystem::directory_iterator(dir) == std::filesystem::directory_iterator();
-}
-
-// A folder that is removed with its contents unless release()d.
-class TempFolder {
- public:
-  explicit TempFolder(std::filesystem::path path) : path_(std::move(path)) {
-    std::error_code ec;
-    if (!std::filesystem::create_directory(path_, ec))
-      throw io_error(path_.string() + ": cannot create the temporary folder: " + ec.message());
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    if (!released_) std::filesystem::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  void release() { released_ = true; }
-
- private:
-  std::filesystem::path path_;
-  bool released_ = false;
-};
-
-std::filesystem::path sibling_name(const std::filesystem::path& out, const char* what) {
-  std::random_device rd;
-  return out.parent_path() / ("." + out.filename().string() + "." + what + "-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(rd()));
-}
-
-void rename_or_throw(const std::filesystem::path& from, const std::filesystem::path& to) {
-  std::error_code ec;
-  std::filesystem::rename(from, to, ec);
-  if (ec) throw io_error(from.string() + ": cannot rename to " + to.string() + ": " + ec.message());
-}
-
 }  // namespace
 
 SynthResult synth_checkpoint(const std::filesystem::path& config_source, const std::filesystem::path& out_dir_in,
@@ -114,27 +69,12 @@ SynthResult synth_checkpoint(const std::filesystem::path& config_source, const s
   const std::string config_text = read_file(config_path, kMaxConfigFileBytes);
   ModelConfig cfg = parse_model_config(config_text, config_path.string());
 
-  std::filesystem::path out_dir = std::filesystem::absolute(out_dir_in).lexically_normal();
-  if (out_dir.filename().empty()) out_dir = out_dir.parent_path();
-  if (std::filesystem::exists(out_dir, ec)) {
-    if (!std::filesystem::is_directory(out_dir, ec)) throw bad_input(out_dir.string() + ": exists and is not a folder");
-    if (!folder_is_empty(out_dir) && !options.force)
-      throw bad_input(out_dir.string() + ": folder exists and is not empty (replacing it must be asked for)");
-  }
-  std::filesystem::create_directories(out_dir.parent_path(), ec);
-  if (ec) throw io_error(out_dir.parent_path().string() + ": cannot create: " + ec.message());
-
-  TempFolder tmp(sibling_name(out_dir, "synth-tmp"));
+  StagedModelFolder folder(out_dir_in, options.force, "synth");
   SynthResult result;
-  write_file_atomic(tmp.path() / "config.json", config_text);
-  for (const char* name : kCompanionFiles) {
-    std::filesystem::path from = source_dir / name;
-    if (!std::filesystem::is_regular_file(from, ec)) continue;  // follows symlinks
-    write_file_atomic(tmp.path() / name, read_file(from));
-    ++result.copied_files;
-  }
+  write_file_atomic(folder.path() / "config.json", config_text);
+  result.copied_files = folder.copy_companion_files(source_dir);
   // The copied companions must be consistent with the config (e.g. processor image_seq_len).
-  load_model_config(tmp.path());
+  load_model_config(folder.path());
 
   const ModelSpec spec = model_spec(cfg);
   const std::vector<ExpectedTensor> expected = expected_tensors(spec);
@@ -148,27 +88,13 @@ SynthResult synth_checkpoint(const std::filesystem::path& config_source, const s
     fill_values(out, nbytes / dtype_size(options.dtype), options.dtype, norm_weight ? 1.0f : 0.0f,
                 name_seed(options.seed, e.name));
   };
-  write_safetensors_streaming(tmp.path() / "model.safetensors", specs, fill, {{"format", "pt"}},
+  write_safetensors_streaming(folder.path() / "model.safetensors", specs, fill, {{"format", "pt"}},
                               /*flush_to_disk=*/false);
   result.tensors = expected.size();
   result.parameters = count_parameters(spec).total();
-  result.weight_bytes = std::filesystem::file_size(tmp.path() / "model.safetensors");
+  result.weight_bytes = std::filesystem::file_size(folder.path() / "model.safetensors");
 
-  if (std::filesystem::exists(out_dir, ec)) {
-    std::filesystem::path old = sibling_name(out_dir, "synth-old");
-    rename_or_throw(out_dir, old);
-    try {
-      rename_or_throw(tmp.path(), out_dir);
-    } catch (...) {
-      std::filesystem::rename(old, out_dir, ec);  // put the previous folder back
-      throw;
-    }
-    tmp.release();
-    std::filesystem::remove_all(old, ec);
-  } else {
-    rename_or_throw(tmp.path(), out_dir);
-    tmp.release();
-  }
+  folder.commit();
   return result;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "model/quantized_weights.h"
 
 namespace smolvlm {
 
@@ -35,6 +36,7 @@ const TensorView& bind_tensor(const Checkpoint& ckpt, const ExpectedTensor& entr
 
 WeightRef matrix(const Checkpoint& ckpt, const ExpectedTensor& entry) {
   if (entry.shape.size() != 2) throw internal_error("tensor " + entry.name + " is not a matrix in the spec");
+  if (const QuantizedModule* m = quantized_module(ckpt, entry)) return quantized_matrix(ckpt, entry, *m);
   return matrix_view(bind_tensor(ckpt, entry), entry.shape[0], entry.shape[1]);
 }
 

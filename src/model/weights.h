@@ -17,7 +17,8 @@ namespace smolvlm {
 // The stored tensor of a Required entry.
 const TensorView& bind_tensor(const Checkpoint& ckpt, const ExpectedTensor& entry);
 
-// A 2-D entry as the [rows, cols] matrix linear() uses in place.
+// A 2-D entry as the [rows, cols] matrix linear() uses in place: dense, or its quantized blocks when
+// config.json's quantization_config quantizes it (model/quantized_weights.h).
 WeightRef matrix(const Checkpoint& ckpt, const ExpectedTensor& entry);
 
 // A tensor's values read as a [rows, cols] matrix (rows·cols must be its element count): a

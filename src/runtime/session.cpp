@@ -19,6 +19,7 @@ KvCache checked_cache(const Model& model, KvCache cache) {
   if (!(cache.shape() == expected))
     throw state_error("KV cache shape (" + cache.shape().to_string() + ") does not match the model (" +
                       expected.to_string() + ")");
+  check_context_fits(model.text().config(), cache.capacity());
   return cache;
 }
 

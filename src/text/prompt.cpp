@@ -81,6 +81,12 @@ std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_
     template_source = pick_template(chat["chat_template"], chat_path.string() + ": chat_template");
     template_name = chat_path.string();
   }
+  // transformers (>= 4.43) saves the template as chat_template.jinja; when present it is the one used.
+  auto jinja_path = model_dir / "chat_template.jinja";
+  if (std::filesystem::exists(jinja_path)) {
+    template_source = read_file(jinja_path, kMaxConfigFileBytes);
+    template_name = jinja_path.string();
+  }
   if (template_source) a->chat_template_ = std::make_unique<ChatTemplate>(*template_source, template_name);
 
   auto processor_path = model_dir / "processor_config.json";

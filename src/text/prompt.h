@@ -19,7 +19,8 @@ namespace smolvlm {
 class TextAssets {
  public:
   // Reads tokenizer.json (required), tokenizer_config.json (special tokens, chat_template),
-  // chat_template.json (a processor's template: preferred when present) and processor_config.json
+  // chat_template.json (a processor's template: preferred when present), chat_template.jinja (the file
+  // newer transformers save; preferred over both) and processor_config.json
   // (image_seq_len) from `model_dir`. Throws Error naming the file on a missing or malformed file.
   static std::unique_ptr<TextAssets> load(const std::filesystem::path& model_dir);
 

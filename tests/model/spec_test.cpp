@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/hunyuan_arch.h"
 #include "model/idefics3_arch.h"
 #include "model/llama_arch.h"
 #include "model/model_test_util.h"
@@ -121,8 +122,10 @@ TEST(Spec, BiasesAreStoredExactlyWhenTheConfigAsksForThem) {
 TEST(Spec, EveryRegisteredArchitectureIsFoundByItsNames) {
   std::vector<std::string> names;
   for (const Architecture* a : architectures()) names.push_back(a->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"Idefics3ForConditionalGeneration", "LlamaForCausalLM"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"Idefics3ForConditionalGeneration", "LlamaForCausalLM",
+                                             "HunYuanDenseV1ForCausalLM"}));
   EXPECT_EQ(&kLlamaForCausalLM, load_model_config(model_dir("llama-tiny")).architecture);
+  EXPECT_EQ(&kHunYuanDenseV1ForCausalLM, load_model_config(model_dir("hunyuan-tiny-b")).architecture);
   EXPECT_EQ(&kIdefics3ForConditionalGeneration, load_model_config(model_dir("smolvlm-tiny")).architecture);
 }
 
