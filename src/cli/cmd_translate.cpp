@@ -227,8 +227,14 @@ const Command kTranslate{
                    "penalty 1.05, temperature 0.7) instead of greedy decoding");
       add_generation_flags(sub, *f, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder "
                                     "(the last paragraph's)");
-      sub.footer("The context is 1024 tokens unless --ctx says otherwise (within the model's limit); each paragraph's "
-                 "prompt and translation must fit it.");
+      // The shared flags whose meaning differs here.
+      sub.get_option("--ctx")->description("KV cache capacity in tokens, one session for every paragraph (default: "
+                                           "1024, at most the model's limit)");
+      sub.get_option("--json")->description(
+          "print one {\"paragraph\",\"source\",\"text\",\"token_ids\",\"prompt_tokens\",\"finish_reason\",\"timings\"} "
+          "line per paragraph instead of streaming");
+      sub.footer("A paragraph whose prompt does not fit the context is refused; a translation that reaches its end "
+                 "stops there (finish reason context_full).");
       return [f, &sub]() {
         if (f->text.empty()) throw UsageError("give the text to translate, or - to read stdin");
         if (f->sample && (sub.count("--temperature") || sub.count("--top-k") || sub.count("--top-p") ||

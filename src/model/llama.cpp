@@ -104,14 +104,7 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
                               {l.k, bias_or_null(l.k_b), k_rows},
                               {l.v, bias_or_null(l.v_b), v_rows}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
-  rope_rotate_half(s.q.data(), rows, qd, qh, D, s.rope.data(), pool);
-  rope_rotate_half(k_rows, rows, kvd, kvh, D, s.rope.data(), pool);
-  if (cfg_.qk_norm) {
-    // Each head's rotated query / key is normalized in place (HF: after apply_rotary_pos_emb), so the
-    // cache holds the normed keys.
-    rms_norm(s.q.data(), rows * qh, D, l.q_norm.data(), eps, s.q.data(), pool);
-    rms_norm(k_rows, rows * kvh, D, l.k_norm.data(), eps, k_rows, pool);
-  }
+  position_qk(l, s.q.data(), k_rows, rows, s, pool);
 
   AttentionArgs a;
   a.q = s.q.data();
@@ -129,6 +122,19 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   attention(a, AttentionShape{qh, kvh, D}, pool);
   linear(s.attn.data(), rows, l.o, bias_or_null(l.o_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
+}
+
+void LlamaModel::position_qk(const Layer& l, float* q, float* k, int64_t rows, Scratch& s, ThreadPool& pool) const {
+  const int64_t D = cfg_.head_dim, qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads;
+  rope_rotate_half(q, rows, qh * D, qh, D, s.rope.data(), pool);
+  rope_rotate_half(k, rows, kvh * D, kvh, D, s.rope.data(), pool);
+  if (cfg_.qk_norm) {
+    // Each head's rotated query / key is normalized in place (HF: after apply_rotary_pos_emb), so the
+    // cache holds the normed keys.
+    const float eps = static_cast<float>(cfg_.rms_norm_eps);
+    rms_norm(q, rows * qh, D, l.q_norm.data(), eps, q, pool);
+    rms_norm(k, rows * kvh, D, l.k_norm.data(), eps, k, pool);
+  }
 }
 
 void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const {

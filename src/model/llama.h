@@ -71,6 +71,9 @@ class LlamaModel {
   void attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0, const KvView& kv,
                        Scratch& s, ThreadPool& pool) const;
   void mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const;
+  // RoPE on `rows` rows of queries q [rows, q heads * D] and keys k [rows, kv heads * D] with the
+  // rows' table s.rope, then (qk_norm) each head's RMSNorm: what every path does before attention.
+  void position_qk(const Layer& l, float* q, float* k, int64_t rows, Scratch& s, ThreadPool& pool) const;
   void batch_attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, const int64_t* positions,
                              const KvView* kvs, Scratch& s, ThreadPool& pool) const;
 

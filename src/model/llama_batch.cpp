@@ -48,8 +48,7 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
                               {l.k, bias_or_null(l.k_b), s.k_new.data()},
                               {l.v, bias_or_null(l.v_b), s.v_new.data()}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
-  rope_rotate_half(s.q.data(), rows, qd, qh, D, s.rope.data(), pool);
-  rope_rotate_half(s.k_new.data(), rows, kvd, kvh, D, s.rope.data(), pool);
+  position_qk(l, s.q.data(), s.k_new.data(), rows, s, pool);
   for (int64_t i = 0; i < rows; ++i) {
     const KvView& kv = kvs[i];
     const size_t bytes = static_cast<size_t>(kvd) * sizeof(float);

@@ -124,8 +124,14 @@ TEST_P(GoldenCase, BitwiseAcrossThreadCountsAndCloseAcrossKernelPaths) {
     EXPECT_EQ(p.generation.ids, two.generation.ids) << kernel_path_name(path);
     const float err = test::max_abs_diff(p.generation.step_logits.data(), two.generation.step_logits.data(), n);
     EXPECT_LE(err, kTolerance) << kernel_path_name(path);
-    std::printf("[golden] %-24s path %-7s step logits vs the default path %.2e\n", g.name.c_str(),
-                kernel_path_name(path), err);
+    if (g.has("step_logits.npy")) {  // full reference logits: this path against HF itself
+      const NpyArray ref = g.npy("step_logits.npy");
+      ASSERT_EQ(ref.numel(), n);
+      const float ref_err = test::max_abs_diff(p.generation.step_logits.data(), ref.data<float>(), n);
+      EXPECT_LE(ref_err, kTolerance) << kernel_path_name(path) << " against the reference";
+      std::printf("[golden] %-24s path %-7s step logits vs the default path %.2e, vs the reference %.2e\n",
+                  g.name.c_str(), kernel_path_name(path), err, ref_err);
+    }
   }
 }
 
