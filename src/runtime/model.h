@@ -10,6 +10,7 @@
 #include "model/llama.h"
 #include "model/registry.h"
 #include "model/siglip.h"
+#include "runtime/vision_cache.h"
 
 namespace smolvlm {
 
@@ -28,11 +29,14 @@ class Model {
   // Error(Unsupported) for a text-only model.
   const SiglipVision& vision() const;
   const Idefics3Connector& connector() const;
+  // Vision outputs of recent requests (runtime/vision_cache.h), shared by every session of the model.
+  VisionCache& vision_cache() const { return vision_cache_; }
 
  private:
   ModelConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;
   ModelComponents components_;
+  mutable VisionCache vision_cache_;
 };
 
 }  // namespace smolvlm

@@ -213,8 +213,19 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
   const int64_t S = vision.image_size();
   dump(input.dump_dir, "pixel_values", {1, images.tiles, 3, S, S}, images.pixel_values);
   t0 = Clock::now();
-  ImageFeatures features =
-      encode_images(model, images.pixel_values.data(), images.tiles, pool, !input.dump_dir.empty());
+  // The same pixels seen before give the same features: the cache skips the tower (not when the
+  // tower's own output is to be dumped, which the cache does not keep).
+  const bool dumping = !input.dump_dir.empty();
+  const std::string key = dumping ? std::string() : VisionCache::key_of(images.pixel_values);
+  std::optional<std::vector<float>> cached = dumping ? std::nullopt : model.vision_cache().find(key);
+  ImageFeatures features;
+  if (cached) {
+    features.tiles = images.tiles;
+    features.image_hidden_states = std::move(*cached);
+  } else {
+    features = encode_images(model, images.pixel_values.data(), images.tiles, pool, dumping);
+    if (!dumping) model.vision_cache().insert(key, features.image_hidden_states);
+  }
   out.timings.vision = seconds_since(t0);
   dump(input.dump_dir, "vision_last_hidden", {images.tiles, vision.num_patches(), vision.hidden()},
        features.vision_last_hidden);

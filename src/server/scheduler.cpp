@@ -30,7 +30,7 @@ int on_piece(const char* piece, size_t size, void* user) {
 }  // namespace
 
 Scheduler::Scheduler(const api::Model& model, int slots, int64_t context, size_t queue_capacity, bool batch)
-    : model_(model), queue_capacity_(queue_capacity) {
+    : queue_capacity_(queue_capacity) {
   if (batch && slots > 1) {
     smolvlm_decode_group* g = nullptr;
     api::check(smolvlm_decode_group_create(model.get(), &g));
@@ -105,7 +105,8 @@ void Scheduler::run_slot(int index) {
     api::Result result;
     smolvlm_status status = SMOLVLM_OK;
     std::string error;
-    if (job->cancel) {
+    const bool run = !job->cancel;
+    if (!run) {
       status = SMOLVLM_ERR_STATE;
       error = "cancelled before it started";
     } else {
@@ -121,6 +122,7 @@ void Scheduler::run_slot(int index) {
     {
       std::lock_guard lock(job->mutex);
       job->status = status;
+      job->ran = run;
       job->error = std::move(error);
       job->result = std::move(result);
       job->done = true;

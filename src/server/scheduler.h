@@ -32,6 +32,7 @@ struct Job {
   std::condition_variable changed;
   std::string pending;  // streamed text not yet taken by the writer
   bool started = false, done = false;
+  bool ran = false;  // the engine ran it (false: cancelled while queued)
   smolvlm_status status = SMOLVLM_OK;
   std::string error;
   api::Result result;
@@ -67,7 +68,6 @@ class Scheduler {
  private:
   void run_slot(int index);
 
-  const api::Model& model_;
   const size_t queue_capacity_;
   mutable std::mutex mutex_;
   std::condition_variable work_;

@@ -38,6 +38,7 @@ struct Server {
   int load_exit = 0;
   std::optional<api::Model> model;
   std::unique_ptr<Scheduler> scheduler;
+  std::atomic<const Scheduler*> published{nullptr};  // the scheduler, once made (read by any handler)
   Metrics metrics;
   std::string model_id;
   std::string kernel_path;
@@ -148,6 +149,7 @@ void handle_generation(Server& s, const httplib::Request& req, httplib::Response
   wait_for_start(*job);
   {
     std::lock_guard lock(job->mutex);
+    if (job->done && !job->ran) throw HttpError(503, "the server is shutting down", "", "shutting_down");
     if (job->done && job->status != SMOLVLM_OK) throw engine_error(job->status, job->error);
   }
   if (job->request.stream) return stream_answer(s, job, h, res);
@@ -194,8 +196,8 @@ void add_routes(Server& s) {
     res.set_content(j.dump(), "application/json");
   });
   h.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
-    res.set_content(s.metrics.render(s.scheduler && s.state != State::Loading ? s.scheduler->stats() : SchedulerStats{}),
-                    "text/plain; version=0.0.4");
+    const Scheduler* sched = s.published.load();
+    res.set_content(s.metrics.render(sched ? sched->stats() : SchedulerStats{}), "text/plain; version=0.0.4");
   });
   h.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kIndexHtml, "text/html; charset=utf-8"); });
   h.Get("/v1/models", guarded([&s](const httplib::Request&, httplib::Response& res) {
@@ -236,13 +238,14 @@ void add_routes(Server& s) {
   });
 }
 
-std::string default_model_id(const ServerOptions& o, const api::Model& m) {
+// The id clients name the model by: --model-id, else a hub id as given, else the folder's name.
+std::string served_model_id(const ServerOptions& o) {
   if (!o.model_id.empty()) return o.model_id;
-  if (!o.model.empty() && !std::filesystem::is_directory(o.model)) return o.model;  // a hub id
-  const smolvlm_model_info info = m.info();
-  return std::filesystem::path(info.path).lexically_normal().filename().string().empty()
-             ? std::filesystem::path(info.path).lexically_normal().parent_path().filename().string()
-             : std::filesystem::path(info.path).lexically_normal().filename().string();
+  if (o.model.empty()) return smolvlm_default_model();
+  if (!std::filesystem::is_directory(o.model)) return o.model;
+  std::filesystem::path p = std::filesystem::absolute(o.model).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
 }
 
 // stop() before listen_after_bind() has started would be lost: wait for the listener first.
@@ -262,8 +265,8 @@ void load_model(Server& s) {
     s.model->tokenizer();  // a broken tokenizer fails here, not in the first request
     const smolvlm_model_info info = s.model->info();
     s.kernel_path = info.kernel_path;
-    s.model_id = default_model_id(s.opt, *s.model);
     s.scheduler = std::make_unique<Scheduler>(*s.model, s.opt.parallel, s.opt.context, s.opt.queue, s.opt.batch);
+    s.published = s.scheduler.get();
     std::fprintf(stderr, "smolvlm serve: %s ready (%s kernels, %d slot%s%s, context %lld)\n", s.model_id.c_str(),
                  s.kernel_path.c_str(), s.opt.parallel, s.opt.parallel == 1 ? "" : "s",
                  s.opt.parallel > 1 ? (s.opt.batch ? ", batched decoding" : ", unbatched") : "",
@@ -314,7 +317,7 @@ int run_server(const ServerOptions& opt) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
 
   Server s(opt);
-  s.model_id = opt.model_id.empty() ? (opt.model.empty() ? smolvlm_default_model() : opt.model) : opt.model_id;
+  s.model_id = served_model_id(opt);
   s.http.set_read_timeout(opt.read_timeout_s, 0);
   s.http.set_write_timeout(opt.write_timeout_s, 0);
   s.http.set_payload_max_length(opt.max_body);

@@ -1,0 +1,39 @@
+#include "runtime/vision_cache.h"
+
+#include "core/sha256.h"
+
+namespace smolvlm {
+
+std::string VisionCache::key_of(const std::vector<float>& pixel_values) {
+  return sha256_hex(pixel_values.data(), pixel_values.size() * sizeof(float));
+}
+
+std::optional<std::vector<float>> VisionCache::find(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->key == key) {
+      entries_.splice(entries_.begin(), entries_, it);
+      ++hits_;
+      return entries_.front().features;
+    }
+  return std::nullopt;
+}
+
+void VisionCache::insert(const std::string& key, const std::vector<float>& image_hidden_states) {
+  if (max_entries_ == 0) return;
+  std::lock_guard lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->key == key) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return;
+    }
+  entries_.push_front({key, image_hidden_states});
+  while (entries_.size() > max_entries_) entries_.pop_back();
+}
+
+size_t VisionCache::hits() const {
+  std::lock_guard lock(mutex_);
+  return hits_;
+}
+
+}  // namespace smolvlm

@@ -1,0 +1,39 @@
+// The vision outputs of recent requests, by the SHA-256 of their pixel values: a follow-up question
+// about the same images (same bytes, same split setting give the same pixels) skips the vision tower
+// and the connector. Keyed on the exact pixels the tower would read, a hit returns exactly the
+// features it would compute. Shared by all sessions of a model; thread-safe; least recently used
+// entries go first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace smolvlm {
+
+class VisionCache {
+ public:
+  explicit VisionCache(size_t max_entries = 8) : max_entries_(max_entries) {}
+
+  static std::string key_of(const std::vector<float>& pixel_values);
+  // The image_hidden_states stored for `key`, if any.
+  std::optional<std::vector<float>> find(const std::string& key);
+  void insert(const std::string& key, const std::vector<float>& image_hidden_states);
+  size_t hits() const;
+
+ private:
+  struct Entry {
+    std::string key;
+    std::vector<float> features;
+  };
+  const size_t max_entries_;
+  mutable std::mutex mutex_;
+  std::list<Entry> entries_;  // most recently used first
+  size_t hits_ = 0;
+};
+
+}  // namespace smolvlm
