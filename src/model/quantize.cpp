@@ -171,9 +171,11 @@ QuantizeResult quantize_checkpoint(const std::filesystem::path& model_dir, const
 
   std::vector<Target> targets;
   for (const ExpectedTensor& e : entries) targets.push_back(choose_target(*ckpt, e, o, dequantize));
-  for (const auto& [pattern, format] : o.keep)
+  for (const auto& keep : o.keep) {
+    const std::string& pattern = keep.first;  // a named copy: clang 14 cannot capture a structured binding
     if (std::none_of(entries.begin(), entries.end(), [&](const ExpectedTensor& e) { return glob_match(pattern, e.name); }))
-      throw bad_input("override " + pattern + "=" + format + " matches no tensor of " + spec.architecture);
+      throw bad_input("override " + pattern + "=" + keep.second + " matches no tensor of " + spec.architecture);
+  }
 
   QuantizeResult result;
   result.scheme = o.scheme;

@@ -2,6 +2,8 @@
 // real processor config), text chat and raw prompts (goldens_more). Data: tests/data/text/prompts.jsonl.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/sha256.h"
 #include "text/prompt.h"
@@ -88,7 +90,7 @@ TEST(Prompt, FolderWithoutProcessorConfigIsNotAnImageModel) {
 // null, anything else refused with the file named.
 TEST(Prompt, CleanUpTokenizationSpacesFlag) {
   EXPECT_FALSE(assets("llama-tiny").clean_up_tokenization_spaces());  // the file says false
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "smolvlm_cleanup_flag_test";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("smolvlm_cleanup_flag_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(test::model_dir("llama-tiny") / "tokenizer.json", dir / "tokenizer.json");
