@@ -20,7 +20,7 @@ struct PullArgs {
   bool json = false;
 };
 
-nlohmann::json result_json(const hub::PullResult& r) {
+nlohmann::json pull_json(const hub::PullResult& r) {
   nlohmann::json files = nlohmann::json::array();
   for (const hub::PulledFile& f : r.files)
     files.push_back({{"name", f.name}, {"size", f.size}, {"etag", f.etag}, {"downloaded", f.downloaded},
@@ -37,7 +37,7 @@ int run_pull(PullArgs& args) {
   try {
     hub::PullResult r = hub::pull(args.model, args.options);
     if (args.json) {
-      std::cout << result_json(r).dump() << "\n";
+      std::cout << pull_json(r).dump() << "\n";
     } else {
       std::cout << (r.offline ? "in the cache (offline): " : "ready: ") << r.snapshot_dir.string() << "\n"
                 << "use it with: --model " << (args.model.empty() ? kDefaultModelId : args.model) << "\n";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/batch.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 
@@ -54,12 +55,6 @@ struct TranslateFlags : GenerationFlags {
   bool sample = false;
 };
 
-int stream_piece(const char* piece, size_t size, void*) {
-  std::fwrite(piece, 1, size, stdout);
-  std::fflush(stdout);
-  return 1;
-}
-
 class Translator {
  public:
   explicit Translator(const TranslateFlags& f) : f_(f) {
@@ -67,11 +62,7 @@ class Translator {
     if (!f.from.empty()) check_language(f.from, "--from");
     if (!f.terms.empty()) terms_ = read_terms(f.terms);
     for (const Term& t : terms_) term_refs_.push_back({t.source.c_str(), t.target.c_str()});
-    smolvlm_model_options mo;
-    smolvlm_model_options_init(&mo);
-    mo.threads = f.threads;
-    if (!f.kernels.empty()) mo.kernel_path = f.kernels.c_str();
-    model_ = std::make_unique<api::Model>(api::Model::load(f.model, &mo));
+    model_ = std::make_unique<api::Model>(load_model(f));
     const smolvlm_model_info info = model_->info();
     // The field report's on-device context unless --ctx says otherwise.
     session_ = std::make_unique<api::Session>(*model_, f.ctx > 0 ? f.ctx : std::min<int64_t>(1024, info.max_context));
@@ -92,27 +83,17 @@ class Translator {
     smolvlm_request req;
     smolvlm_request_init(&req);
     chat.fill(req);
-    req.max_new_tokens = f_.max_new_tokens;
-    req.sampling = sampling_;
     std::vector<const char*> stops;
-    for (const auto& s : f_.stop) stops.push_back(s.c_str());
-    req.stop = stops.data();
-    req.n_stop = stops.size();
-    req.stop_ids = f_.stop_ids.data();
-    req.n_stop_ids = f_.stop_ids.size();
-    if (!f_.dump.empty()) req.dump_dir = f_.dump.c_str();
-    if (!f_.json) req.on_piece = stream_piece;
+    apply_generation_flags(f_, req, stops);
+    req.sampling = sampling_;  // the flags', or generation_config.json's with --sample
     const api::Result r = session_->run(req);  // the session is reset and its cache reused
     const smolvlm_result& raw = r.raw();
     if (f_.json) {
       nlohmann::ordered_json j;
       j["paragraph"] = index;
       j["source"] = text;
-      j["text"] = std::string(raw.text, raw.text_size);
-      j["token_ids"] = std::vector<int32_t>(raw.token_ids, raw.token_ids + raw.n_tokens);
-      j["prompt_tokens"] = raw.prompt_tokens;
-      j["finish_reason"] = smolvlm_finish_reason_name(raw.finish_reason);
-      j["timings"] = {{"prefill_s", raw.timings.prefill_s}, {"decode_s", raw.timings.decode_s}};
+      const nlohmann::ordered_json fields = result_json(raw, raw.timings.load_s);
+      for (const auto& [key, value] : fields.items()) j[key] = value;
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
     } else {
       std::cout << "\n" << std::flush;

@@ -63,21 +63,18 @@ void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& 
   sub.add_flag("--verbose", f.verbose, "print stage timings, tokens/s, the kernel path and the finish reason to stderr");
 }
 
-int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
-  const auto t0 = std::chrono::steady_clock::now();
+api::Model load_model(const GenerationFlags& f) {
   smolvlm_model_options mo;
   smolvlm_model_options_init(&mo);
   mo.threads = f.threads;
   if (!f.kernels.empty()) mo.kernel_path = f.kernels.c_str();
-  const api::Model model = api::Model::load(f.model, &mo);
-  const double model_load = seconds_since(t0);
+  return api::Model::load(f.model, &mo);
+}
 
-  smolvlm_request req;
-  smolvlm_request_init(&req);
+void apply_generation_flags(const GenerationFlags& f, smolvlm_request& req, std::vector<const char*>& stops) {
   req.max_new_tokens = f.max_new_tokens;
-  req.context = f.ctx;
   req.sampling = {f.temperature, f.top_k, f.top_p, f.min_p, f.repetition_penalty, f.seed};
-  std::vector<const char*> stops;
+  stops.clear();
   for (const auto& s : f.stop) stops.push_back(s.c_str());
   req.stop = stops.data();
   req.n_stop = stops.size();
@@ -85,6 +82,18 @@ int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
   req.n_stop_ids = f.stop_ids.size();
   if (!f.dump.empty()) req.dump_dir = f.dump.c_str();
   if (!f.json) req.on_piece = print_piece;
+}
+
+int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const api::Model model = load_model(f);
+  const double model_load = seconds_since(t0);
+
+  smolvlm_request req;
+  smolvlm_request_init(&req);
+  std::vector<const char*> stops;
+  apply_generation_flags(f, req, stops);
+  req.context = f.ctx;
   api::Chat chat;
   fill(model, req, chat);
   const api::Result r = model.generate(req);

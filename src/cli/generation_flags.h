@@ -28,6 +28,13 @@ struct GenerationFlags {
 
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help);
 
+// The model named by --model, with the flags' threads and kernel path.
+api::Model load_model(const GenerationFlags& f);
+
+// Puts the flags' generation length, sampling, stops, dump folder and streaming (stdout unless --json)
+// into `req`; `stops` holds the stop strings' pointers the request refers to.
+void apply_generation_flags(const GenerationFlags& f, smolvlm_request& req, std::vector<const char*>& stops);
+
 // Loads the model named by --model, lets `fill` put the prompt into the request (it may keep what it
 // points to alive in `chat`), runs it with the flags' options (streaming to stdout unless --json),
 // prints the result as the flags ask and returns the exit code.
