@@ -89,15 +89,15 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
     m->dir = resolve_model_dir(ref ? ref : "");
     const auto dir = m->dir;
+    m->config = load_model_config(dir);
+    const char* documented_template = m->config.architecture->documented_chat_template;
     m->text_future = std::async(m->threads > 1 ? std::launch::async : std::launch::deferred,
-                                [dir] { return TextAssets::load(dir); });
+                                [dir, documented_template] { return TextAssets::load(dir, documented_template); });
     if (o.load_weights) {
       const ScopedKernelPath path(m->kernel_path);
-      m->model = Model::load(m->dir);
-      m->config = m->model->config();
+      m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config));
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
     } else {
-      m->config = load_model_config(m->dir);
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
     check_context_fits(m->config.decoder(), m->max_context);

@@ -16,7 +16,7 @@ enum class ErrorKind {
 };
 
 const char* error_kind_name(ErrorKind kind);
-// Exit code of the CLI for an error of this kind (documented in `smolvlm --help`).
+// Exit code of the CLI for an error of this kind (documented in the CLI's help text).
 int error_exit_code(ErrorKind kind);
 
 class Error : public std::runtime_error {

@@ -1,5 +1,5 @@
-// What `--model` accepts: a local folder, or a hub id `org/name[@revision]` looked up in the
-// HuggingFace cache. Every command resolves its --model through resolve_model_dir().
+// A model reference: a local folder, or a hub id `org/name[@revision]` looked up in the
+// HuggingFace cache. Every front end resolves its model reference through resolve_model_dir().
 #pragma once
 
 #include <filesystem>
@@ -7,7 +7,7 @@
 
 namespace smolvlm {
 
-// The model used when --model is omitted.
+// The model used when none is named.
 inline constexpr const char* kDefaultModelId = "HuggingFaceTB/SmolVLM-256M-Instruct";
 
 // Returns the folder holding the model's files. `ref` empty means kDefaultModelId. A hub id resolves

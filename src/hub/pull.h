@@ -68,7 +68,7 @@ struct PullResult {
   bool offline = false;  // HF_HUB_OFFLINE: answered from the cache without any request
 };
 
-// The files the engine reads, when no --include is given (weights are added from the listing:
+// The files the engine reads, when no include patterns are given (weights are added from the listing:
 // model.safetensors, or model.safetensors.index.json and the shards it names).
 const std::vector<std::string>& engine_files();
 

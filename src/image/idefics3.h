@@ -24,7 +24,7 @@ struct PreprocessedImage {
   std::vector<float> pixel_values;  // [N, 3, S, S]
 };
 
-// Intermediate images, for tests and `--dump-tiles`: each as HF holds it (channels = 3 normally;
+// Intermediate images, for tests and tile dumps: each as HF holds it (channels = 3 normally;
 // 1, 3 or 4 for the channels-first quirk, where width is 3 and height is the original width).
 struct Idefics3Trace {
   bool channels_first_quirk = false;

@@ -1,5 +1,5 @@
 // NumPy .npy files (format 1.0/2.0/3.0, little-endian, C order): the exchange format of the
-// reference data and of `--dump`.
+// reference data and of stage dumps.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // WeightRef); conversion to fp32 happens inside the kernel (the GEMV decodes blocks as it streams
 // them, the GEMM while packing), never as a full fp32 copy of the model. Every output element is
 // computed with the same summation order whatever the thread count, so results are bitwise
-// identical for any --threads.
+// identical for any thread count.
 #pragma once
 
 #include <cstddef>

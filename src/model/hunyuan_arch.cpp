@@ -11,6 +11,22 @@ namespace {
 
 constexpr const char* kPrefix = "model.";
 
+// The HY-MT model card's prompt format: <bos>{system}<sep>?<User>{user}<Assistant>{assistant}<eos>...,
+// the assistant marker after every user turn (the card renders with add_generation_prompt=False), the
+// system messages joined at the front. Used only for a folder without a chat template.
+constexpr const char* kDocumentedChatTemplate =
+    "{%- set ns = namespace(system='') -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' -%}{%- set ns.system = ns.system + message['content'] -%}{%- endif -%}"
+    "{%- endfor -%}"
+    "<\uff5chy_begin\u2581of\u2581sentence\uff5c>{{ ns.system }}"
+    "{%- if ns.system -%}<\uff5chy_place\u2581holder\u2581no\u25813\uff5c>{%- endif -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'user' -%}<\uff5chy_User\uff5c>{{ message['content'] }}<\uff5chy_Assistant\uff5c>"
+    "{%- elif message['role'] == 'assistant' -%}{{ message['content'] }}<\uff5chy_place\u2581holder\u2581no\u25812\uff5c>"
+    "{%- endif -%}"
+    "{%- endfor -%}";
+
 // Reads what parse_llama_config leaves at its Llama meaning: the rope_scaling of HunYuan's
 // HunYuanDenseV1RotaryEmbedding. "dynamic" with alpha: the fixed base rope_theta * alpha^(d/(d-2)) at
 // every position; "dynamic" without alpha: HF's dynamic NTK, which inside max_position_embeddings
@@ -98,6 +114,7 @@ const Architecture kHunYuanDenseV1ForCausalLM{
     .build = &build_components,
     .describe = &describe_config,
     .check_processor = nullptr,
+    .documented_chat_template = kDocumentedChatTemplate,
 };
 
 }  // namespace smolvlm

@@ -49,7 +49,7 @@ struct QuantizeResult {
 };
 
 // The default format of each tensor under a scheme (the mixed precision `quantize` applies without
-// --keep): the text decoder's linear layers take the scheme; an untied lm_head q8 (the 4-bit
+// per-tensor overrides): the text decoder's linear layers take the scheme; an untied lm_head q8 (the 4-bit
 // schemes too: it is the one matrix that feeds the logits directly); embeddings, norms, biases,
 // the vision tower and the connector stay as stored (vision is compute-bound: quantizing it saves
 // memory, not time).

@@ -80,6 +80,9 @@ struct Architecture {
   nlohmann::ordered_json (*describe)(const ModelConfig& cfg);
   // Consistency of processor_config.json with config.json; null when there is nothing to check.
   void (*check_processor)(const ModelConfig& cfg, const ProcessorConfig& processor, const std::string& where);
+  // The chat format the model's documentation gives, as a chat template, for folders that carry no
+  // template of their own; null when the architecture has no documented format.
+  const char* documented_chat_template = nullptr;
 };
 
 // The supported architectures, in the order messages list them.

@@ -37,7 +37,7 @@ static std::string pick_template(const OJson& v, const std::string& where) {
   throw bad_input(where + ": expected a string, got " + std::string(v.type_name()));
 }
 
-std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_dir) {
+std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_dir, const char* documented_template) {
   std::unique_ptr<TextAssets> a(new TextAssets());
   a->dir_ = model_dir;
   auto tokenizer_path = model_dir / "tokenizer.json";
@@ -86,6 +86,10 @@ std::unique_ptr<TextAssets> TextAssets::load(const std::filesystem::path& model_
   if (std::filesystem::exists(jinja_path)) {
     template_source = read_file(jinja_path, kMaxConfigFileBytes);
     template_name = jinja_path.string();
+  }
+  if (!template_source && documented_template) {
+    template_source = documented_template;
+    template_name = "the architecture's documented chat format";
   }
   if (template_source) a->chat_template_ = std::make_unique<ChatTemplate>(*template_source, template_name);
 

@@ -22,7 +22,10 @@ class TextAssets {
   // chat_template.json (a processor's template: preferred when present), chat_template.jinja (the file
   // newer transformers save; preferred over both) and processor_config.json
   // (image_seq_len) from `model_dir`. Throws Error naming the file on a missing or malformed file.
-  static std::unique_ptr<TextAssets> load(const std::filesystem::path& model_dir);
+  // `documented_template`, when not null, is the chat template used if the folder has none (the
+  // format the model's documentation gives).
+  static std::unique_ptr<TextAssets> load(const std::filesystem::path& model_dir,
+                                          const char* documented_template = nullptr);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   // nullptr when the folder has no chat template.

@@ -5,7 +5,11 @@
 
 #include <smolvlm.hpp>
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -389,6 +393,50 @@ TEST(Api, TokenizeDetokenizeAndTheModelsTokenizer) {
   EXPECT_EQ(own.detokenize(ids, false), "Hello, world!");
   EXPECT_FALSE(own.token_string(ids[0]).empty());
   EXPECT_THROW(own.token_string(-1), api::Error);
+}
+
+// A HunYuan folder without a chat template (tokenizer_config.json lacking "chat_template") renders
+// the model card's documented format: every golden's messages give HF's text and ids, and generate
+// HF's greedy ids, as with the checkpoint's own template.
+TEST(Api, HunYuanFolderWithoutATemplateUsesTheDocumentedFormat) {
+  namespace fs = std::filesystem;
+  using nlohmann::json;
+  const fs::path root = fs::temp_directory_path() / ("smolvlm-hy-notemplate-" + std::to_string(::getpid()));
+  for (const char* name : {"hunyuan-tiny-a", "hunyuan-tiny-b"}) {
+    const fs::path dir = root / name;
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(test::model_dir(name))) fs::copy_file(e.path(), dir / e.path().filename());
+    json config = json::parse(std::ifstream(dir / "tokenizer_config.json"));
+    ASSERT_EQ(config.erase("chat_template"), 1u) << name;
+    std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  }
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(test::data_dir() / "goldens")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("hy_", 0) != 0) continue;
+    const json spec = json::parse(std::ifstream(e.path() / "case.json"));
+    const api::Model m = load((root / fs::path(spec["model"].get<std::string>()).filename()).string());
+    Chat chat;
+    for (const json& msg : spec["messages"]) {
+      const std::string role = msg["role"];
+      chat.add(role == "system" ? SMOLVLM_ROLE_SYSTEM : role == "user" ? SMOLVLM_ROLE_USER : SMOLVLM_ROLE_ASSISTANT)
+          .text(msg["content"].get<std::string>());
+    }
+    smolvlm_request r;
+    smolvlm_request_init(&r);
+    chat.fill(r);
+    r.max_new_tokens = spec["max_new_tokens"];
+    char* text = nullptr;
+    int32_t* ids = nullptr;
+    size_t n = 0;
+    api::check(smolvlm_render_prompt(m.get(), &r, &text, &ids, &n));
+    EXPECT_EQ(api::take_string(text), spec["chat_text"].get<std::string>()) << name;
+    EXPECT_EQ(api::take_ids(ids, n), spec["input_ids"].get<std::vector<int32_t>>()) << name;
+    EXPECT_EQ(ids_of(m.generate(r)), spec["generated_ids"].get<std::vector<int32_t>>()) << name;
+    ++cases;
+  }
+  fs::remove_all(root);
+  EXPECT_EQ(cases, 7);
 }
 
 TEST(Api, ModelLoadedWithoutWeightsRendersButDoesNotGenerate) {
