@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -81,6 +82,11 @@ void OpenBlasSgemm::sample(int reps) {
 
 OpenBlasSgemm::Result OpenBlasSgemm::run_in_child(int reps) const {
   Result r{};
+  // The ceiling is OpenBLAS's own best kernel for this CPU: an environment that pins its core type
+  // or L2 size (OPENBLAS_CORETYPE=Haswell on an AVX-512 machine, say) would measure another one.
+  // Only this forked child forgets them; the library reads them when it is loaded just below.
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("OPENBLAS_L2_SIZE");
   void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return r;
