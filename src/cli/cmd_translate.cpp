@@ -141,10 +141,14 @@ void translate_stdin(Translator& t, bool json) {
   if (index == 0) throw UsageError("stdin holds no text to translate");
 }
 
+// The translation model of the model card the prompts come from.
+constexpr const char* kTranslationModelId = "tencent/HY-MT1.5-1.8B";
+
 const Command kTranslate{
     "translate", "Translate text with a translation model (HY-MT) using the model card's prompts", [](CLI::App& sub) {
       auto f = std::make_shared<TranslateFlags>();
       f->max_new_tokens = 512;
+      f->model = kTranslationModelId;
       sub.add_option("text", f->text, "the text to translate; - reads stdin and translates it paragraph by paragraph");
       sub.add_option("--to", f->to, "target language: a model card code (" + std::string(smolvlm_translation_languages()) +
                                         "), or its English or Chinese name")
@@ -160,6 +164,8 @@ const Command kTranslate{
       add_generation_flags(sub, *f, "write prefill_logits_last, step_logits, generated_ids as .npy into this folder "
                                     "(the last paragraph's)");
       // The shared flags whose meaning differs here.
+      sub.get_option("--model")->description(std::string("model folder or hub id (default ") + kTranslationModelId +
+                                             ", after smolvlm pull " + kTranslationModelId + ")");
       sub.get_option("--ctx")->description("KV cache capacity in tokens, one session for every paragraph (default: "
                                            "1024, at most the model's limit)");
       sub.get_option("--json")->description(
