@@ -365,8 +365,8 @@ typedef struct smolvlm_quantize_options {
   void* progress_user;
 } smolvlm_quantize_options;
 SMOLVLM_API void smolvlm_quantize_options_init(smolvlm_quantize_options* options);
-/* Writes a copy of a model folder with quantized linear weights (layout and the quantization_config
- * of config.json: see the README), every other file copied. Atomic like smolvlm_synth and
+/* Writes a copy of a model folder with quantized linear weights and, in a tied model, token embedding
+ * (layout and the quantization_config of config.json: see the README), every other file copied. Atomic like smolvlm_synth and
  * deterministic (same input and options, same bytes). *json (may be NULL) receives a summary with
  * every tensor's format and quantization error. */
 SMOLVLM_API smolvlm_status smolvlm_quantize(const char* model_dir, const char* out_dir,

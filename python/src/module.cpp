@@ -255,10 +255,13 @@ Result run(const ModelPtr& model, Request& r) {
   return std::move(*out);
 }
 
-// Generation on a thread of its own; pieces are handed to the iterating Python thread. Closing
-// (or dropping) the stream cancels the generation at its next piece and waits for it to end.
+// Generation on a thread of its own; pieces are handed to the iterating Python thread, at most
+// kMaxBufferedPieces ahead of it (a reader that pauses pauses the generation). Closing (or dropping)
+// the stream cancels the generation at its next piece and waits for it to end.
 class Stream {
  public:
+  static constexpr size_t kMaxBufferedPieces = 4;
+
   Stream(ModelPtr model, std::unique_ptr<Request> r) : model_(std::move(model)), r_(std::move(r)) {
     r_->req.on_piece = &Stream::on_piece;
     r_->req.user_data = this;
@@ -280,6 +283,7 @@ class Stream {
         piece = std::move(pieces_.front());
         pieces_.pop_front();
         got = true;
+        cv_.notify_all();  // room for the generation's next piece
       }
     }
     if (got)
@@ -301,7 +305,8 @@ class Stream {
  private:
   static int on_piece(const char* piece, size_t size, void* user) {
     auto* s = static_cast<Stream*>(user);
-    std::lock_guard lock(s->mu_);
+    std::unique_lock lock(s->mu_);
+    s->cv_.wait(lock, [&] { return s->cancel_ || s->pieces_.size() < kMaxBufferedPieces; });
     if (s->cancel_) return 0;
     if (size > 0) s->pieces_.emplace_back(piece, size);
     s->cv_.notify_all();
@@ -330,6 +335,7 @@ class Stream {
       std::lock_guard lock(mu_);
       cancel_ = true;
     }
+    cv_.notify_all();  // a generation waiting for room sees the cancel
     if (thread_.joinable()) thread_.join();
   }
 

@@ -54,14 +54,19 @@ int thread_count(int32_t asked) {
 // per token), and the lm_head, which is the embedding table itself when tied.
 int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
   int64_t bytes = 0;
-  for (const ExpectedTensor& t : all_tensors(model_spec(cfg))) {
+  const std::vector<ExpectedTensor> table = all_tensors(model_spec(cfg));
+  for (const ExpectedTensor& t : table) {
     if (t.component != Component::Text && t.component != Component::LmHead) continue;
     if (t.role == Role::Embedding || t.presence == Presence::Absent) continue;
-    // A quantized module's codes and block parameters (model/quantized_weights.h) replace its weight.
-    const std::vector<std::string> names =
-        t.presence == Presence::Tied ? std::vector<std::string>{t.tied_to} : stored_names(ck, t);
+    // A quantized module's codes and block parameters (model/quantized_weights.h) replace its weight;
+    // a tied lm_head reads the stored tensors of the entry it is tied to.
+    const ExpectedTensor* stored = &t;
+    if (t.presence == Presence::Tied)
+      for (const ExpectedTensor& e : table)
+        if (e.name == t.tied_to) stored = &e;
+    const std::vector<std::string> names = stored_names(ck, *stored);
     for (const std::string& name : names)
-      if (const TensorView* stored = ck.find(name)) bytes += static_cast<int64_t>(stored->nbytes);
+      if (const TensorView* view = ck.find(name)) bytes += static_cast<int64_t>(view->nbytes);
   }
   return bytes;
 }

@@ -18,7 +18,9 @@ const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? null
 LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const ComponentSpec& text,
                        const ComponentSpec& lm_head)
     : cfg_(cfg) {
-  embed_ = &bind_tensor(ckpt, text.tensor(Role::Embedding));
+  const ExpectedTensor embedding = text.tensor(Role::Embedding);
+  embed_name_ = embedding.name;
+  embed_ = matrix(ckpt, embedding);
   for (int64_t i = 0; i < text.layers; ++i) {
     auto weight = [&](Role r) { return matrix(ckpt, text.layer_tensor(i, r)); };
     auto bias = [&](Role r) { return optional_vector_f32(ckpt, text.layer_tensor(i, r, Param::Bias)); };
@@ -47,7 +49,7 @@ LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const Com
   }
   final_norm_ = vector_f32(ckpt, text.tensor(Role::FinalNorm));
   const ExpectedTensor head = lm_head.tensor(Role::LmHead);
-  lm_head_ = head.presence == Presence::Tied ? matrix_view(*embed_, head.shape[0], head.shape[1]) : matrix(ckpt, head);
+  lm_head_ = head.presence == Presence::Tied ? embed_ : matrix(ckpt, head);
   inv_freq_.resize(static_cast<size_t>(cfg_.head_dim / 2));
   rope_inv_freq(cfg_.rope_base(), cfg_.head_dim, inv_freq_.data());
 }
@@ -70,7 +72,7 @@ LlamaModel::Scratch::Scratch(const LlamaModel& m, int64_t rows) : max_rows(rows)
   v_new.resize(R * kvd);
 }
 
-void LlamaModel::embed(const int64_t* ids, int64_t n, float* out) const { gather_rows_f32(*embed_, ids, n, out); }
+void LlamaModel::embed(const int64_t* ids, int64_t n, float* out) const { gather_rows_f32(embed_, embed_name_, ids, n, out); }
 
 void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvView& kv, Scratch& s, ThreadPool& pool,
                          float* logits_last) const {

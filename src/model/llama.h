@@ -78,7 +78,8 @@ class LlamaModel {
                              const KvView* kvs, Scratch& s, ThreadPool& pool) const;
 
   LlamaConfig cfg_;
-  const TensorView* embed_ = nullptr;
+  WeightRef embed_;  // [vocab, hidden], dense or quantized
+  std::string embed_name_;
   std::vector<Layer> layers_;
   std::vector<float> final_norm_;
   WeightRef lm_head_;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -65,7 +66,9 @@ DType source_dtype(const Checkpoint& ckpt, const ExpectedTensor& e) {
   return t ? t->dtype : DType::BF16;
 }
 
-Target choose_target(const Checkpoint& ckpt, const ExpectedTensor& e, const QuantizeOptions& o, bool dequantize) {
+// `lm_head_storage`: the entry is the token embedding that a tied lm_head reads as its matrix.
+Target choose_target(const Checkpoint& ckpt, const ExpectedTensor& e, const QuantizeOptions& o, bool dequantize,
+                     bool lm_head_storage) {
   Target t;
   if (dequantize) return t;  // F32
   t.dtype = source_dtype(ckpt, e);
@@ -85,7 +88,14 @@ Target choose_target(const Checkpoint& ckpt, const ExpectedTensor& e, const Quan
   }
   if (!quantizable(e)) return t;
   const QuantScheme scheme = parse_quant_scheme(o.scheme, "scheme");
-  if (e.component == Component::Text) {
+  if (e.role == Role::Embedding) {
+    // Looked up one row per token, an embedding costs memory, not time: it stays as stored, unless
+    // it is also the lm_head, which takes the lm_head's q8.
+    if (lm_head_storage) {
+      t.quantized = true;
+      t.module = blocking(QuantScheme::Q8, scheme == QuantScheme::Q8 ? o.group_size : 0, N, K);
+    }
+  } else if (e.component == Component::Text) {
     t.quantized = true;
     t.module = blocking(scheme, o.group_size, N, K);
   } else if (e.component == Component::LmHead) {
@@ -170,7 +180,11 @@ QuantizeResult quantize_checkpoint(const std::filesystem::path& model_dir, const
   const std::vector<ExpectedTensor> entries = expected_tensors(spec);
 
   std::vector<Target> targets;
-  for (const ExpectedTensor& e : entries) targets.push_back(choose_target(*ckpt, e, o, dequantize));
+  std::set<std::string> tied_storage;  // entries a tied lm_head reads
+  for (const ExpectedTensor& e : all_tensors(spec))
+    if (e.presence == Presence::Tied && e.role == Role::LmHead) tied_storage.insert(e.tied_to);
+  for (const ExpectedTensor& e : entries)
+    targets.push_back(choose_target(*ckpt, e, o, dequantize, tied_storage.count(e.name) > 0));
   for (const auto& keep : o.keep) {
     const std::string& pattern = keep.first;  // a named copy: clang 14 cannot capture a structured binding
     if (std::none_of(entries.begin(), entries.end(), [&](const ExpectedTensor& e) { return glob_match(pattern, e.name); }))

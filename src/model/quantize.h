@@ -19,8 +19,8 @@ struct QuantizeOptions {
   // sharing one 16-entry table (default 16). 0: the default.
   int64_t group_size = 0;
   // PATTERN=FORMAT overrides, first match wins; PATTERN matches whole tensor names with * and ?;
-  // FORMAT is q8, q4, lut4 (applied to the linear weights among the matches; the others keep their
-  // stored dtype), bf16, f16, f32 or "source" (stored as in the input). A pattern that matches no
+  // FORMAT is q8, q4, lut4 (applied to the linear weights and the token embedding among the matches;
+  // the others keep their stored dtype), bf16, f16, f32 or "source" (stored as in the input). A pattern that matches no
   // tensor is an error.
   std::vector<std::pair<std::string, std::string>> keep;
   bool force = false;  // replace a non-empty output folder
@@ -49,10 +49,11 @@ struct QuantizeResult {
 };
 
 // The default format of each tensor under a scheme (the mixed precision `quantize` applies without
-// per-tensor overrides): the text decoder's linear layers take the scheme; an untied lm_head q8 (the 4-bit
-// schemes too: it is the one matrix that feeds the logits directly); embeddings, norms, biases,
-// the vision tower and the connector stay as stored (vision is compute-bound: quantizing it saves
-// memory, not time).
+// per-tensor overrides): the text decoder's linear layers take the scheme; the lm_head q8 (the 4-bit
+// schemes too: it is the one matrix that feeds the logits directly), and so the token embedding of a
+// tied model, which is that lm_head; an untied model's embedding, norms, biases, the vision tower and
+// the connector stay as stored (an embedding is read one row per token, and vision is compute-bound:
+// quantizing them saves memory, not time).
 QuantizeResult quantize_checkpoint(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir,
                                    const QuantizeOptions& options);
 

@@ -15,7 +15,8 @@ bool is_matrix_role(Role r) {
   switch (r) {
     case Role::QProj: case Role::KProj: case Role::VProj: case Role::OProj:
     case Role::GateProj: case Role::UpProj: case Role::DownProj:
-    case Role::Fc1: case Role::Fc2: case Role::Projection: case Role::LmHead: return true;
+    case Role::Fc1: case Role::Fc2: case Role::Projection: case Role::LmHead:
+    case Role::Embedding: return true;  // rows gathered per token, and the lm_head when tied
     default: return false;
   }
 }
@@ -69,7 +70,7 @@ WeightRef quantized_matrix(const Checkpoint& ckpt, const ExpectedTensor& entry, 
   const char* scheme = quant_scheme_name(m.scheme);
   if (!quantizable(entry))
     throw bad_input(ckpt.source() + ": quantization_config quantizes \"" + module + "\", whose " + role_name(entry.role) +
-                    " weight is not read as a linear layer's matrix (only linear layers can be quantized)");
+                    " weight is not read as a matrix (only linear layers and the token embedding can be quantized)");
   const int64_t N = entry.shape[0], K = entry.shape[1];
   const WeightFormat format = weight_format_of(m.scheme);
   try {

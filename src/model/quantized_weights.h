@@ -18,8 +18,9 @@ WeightFormat weight_format_of(QuantScheme s);
 // The quantization_config entry for the spec entry's module, or nullptr when it is stored dense.
 const QuantizedModule* quantized_module(const Checkpoint& ckpt, const ExpectedTensor& entry);
 
-// Whether a spec entry may be stored quantized: a Linear weight (2-D, read as a matrix). Embeddings,
-// convolutions and vectors are read otherwise and stay dense.
+// Whether a spec entry may be stored quantized: a Linear weight (2-D, read as a matrix) or the token
+// embedding (rows dequantized per token; a tied lm_head reads it as its matrix). Patch and position
+// embeddings, convolutions and vectors are read otherwise and stay dense.
 bool quantizable(const ExpectedTensor& entry);
 
 // The entry's quantized tensors as a WeightRef, after every check above.

@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/quant.h"
 #include "model/quantized_weights.h"
 
 namespace smolvlm {
@@ -65,13 +66,32 @@ std::vector<float> optional_vector_f32(const Checkpoint& ckpt, const ExpectedTen
 }
 
 void gather_rows_f32(const TensorView& table, const int64_t* rows, int64_t n, float* out) {
-  const int64_t N = table.dim(0), cols = table.dim(1);
+  gather_rows_f32(matrix_view(table, table.dim(0), table.dim(1)), table.name, rows, n, out);
+}
+
+void gather_rows_f32(const WeightRef& table, const std::string& name, const int64_t* rows, int64_t n, float* out) {
+  const int64_t N = table.rows, cols = table.cols;
   for (int64_t i = 0; i < n; ++i) {
     if (rows[i] < 0 || rows[i] >= N)
-      throw bad_input("token id " + std::to_string(rows[i]) + " is outside the vocabulary of " + table.name +
-                      " (0.." + std::to_string(N - 1) + ")");
-    const int64_t base = rows[i] * cols;
-    for (int64_t c = 0; c < cols; ++c) out[i * cols + c] = element_f32(table, base + c);
+      throw bad_input("token id " + std::to_string(rows[i]) + " is outside the vocabulary of " + name + " (0.." +
+                      std::to_string(N - 1) + ")");
+    float* row = out + i * cols;
+    const size_t base = static_cast<size_t>(rows[i] * cols);
+    switch (table.format) {
+      case WeightFormat::F32:
+        for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<const float*>(table.data)[base + c];
+        break;
+      case WeightFormat::F16:
+        for (int64_t c = 0; c < cols; ++c) row[c] = f16_to_f32(static_cast<const uint16_t*>(table.data)[base + c]);
+        break;
+      case WeightFormat::BF16:
+        for (int64_t c = 0; c < cols; ++c) row[c] = bf16_to_f32(static_cast<const uint16_t*>(table.data)[base + c]);
+        break;
+      case WeightFormat::Q8: case WeightFormat::Q4: case WeightFormat::Lut4:
+        dequantize_row(table, rows[i], 0, cols, row);
+        break;
+      default: throw internal_error("gather_rows_f32: " + name + " has an unknown weight format");
+    }
   }
 }
 

@@ -30,7 +30,10 @@ std::vector<float> vector_f32(const Checkpoint& ckpt, const ExpectedTensor& entr
 // The same when the entry may be Absent: empty then.
 std::vector<float> optional_vector_f32(const Checkpoint& ckpt, const ExpectedTensor& entry);
 
-// out[i, :] = fp32 copy of row rows[i] of a [N, cols] float tensor; every row id must be in [0, N).
+// out[i, :] = fp32 copy of row rows[i] of a [N, cols] float tensor; every row id must be in [0, N)
+// (Error(BadInput) naming `name` otherwise).
 void gather_rows_f32(const TensorView& table, const int64_t* rows, int64_t n, float* out);
+// The same for a matrix of any weight format: quantized rows are dequantized exactly.
+void gather_rows_f32(const WeightRef& table, const std::string& name, const int64_t* rows, int64_t n, float* out);
 
 }  // namespace smolvlm

@@ -59,7 +59,9 @@ TEST(QuantValidation, ASoundQuantizedModelLoads) {
   for (const char* scheme : {"q8", "q4", "lut4"}) {
     QuantFiles f(scheme, std::string("ok_") + scheme);
     auto ck = open_validated(f.dir());
-    EXPECT_EQ(ck->quantization().modules.size(), 14u) << scheme;  // 2 layers x 7 linear layers (lm_head tied)
+    // 2 layers x 7 linear layers, and the token embedding, which is the tied lm_head (q8)
+    EXPECT_EQ(ck->quantization().modules.size(), 15u) << scheme;
+    EXPECT_EQ(ck->quantization().find("model.embed_tokens")->scheme, QuantScheme::Q8) << scheme;
     EXPECT_NE(ck->find(std::string(kModule) + ".qweight"), nullptr);
     EXPECT_EQ(ck->find(std::string(kModule) + ".weight"), nullptr);
   }
@@ -140,10 +142,10 @@ TEST(QuantValidation, OnlyLinearWeightsAndOurMethod) {
   f.edit_config([](nlohmann::json& j) { j["quantization_config"]["modules"][kModule]["scheme"] = "q3"; });
   expect_error([&] { open_validated(f.dir()); }, ErrorKind::BadInput, "unknown quantization scheme \"q3\"");
   f.edit_config([](nlohmann::json& j) {
-    j["quantization_config"]["modules"]["model.embed_tokens"] = {{"scheme", "q8"}, {"group_size", 16}};
+    j["quantization_config"]["modules"]["model.norm"] = {{"scheme", "q8"}, {"group_size", 16}};
   });
   expect_error([&] { open_validated(f.dir()); }, ErrorKind::BadInput,
-               "quantizes \"model.embed_tokens\", whose embedding weight is not read as a linear layer's matrix");
+               "quantizes \"model.norm\", whose final_norm weight is not read as a matrix");
 }
 
 TEST(Quantize, DeterministicAndAtomic) {

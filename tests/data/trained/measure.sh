@@ -20,6 +20,7 @@ run() {  # name, then quantize flags
   printf ',\n'
   run q8 --scheme q8
   run q4 --scheme q4
+  run q4_embedding_bf16 --scheme q4 --keep 'model.embed_tokens.weight=source'
   run q4_g32 --scheme q4 --group 32
   run q4_down_q8 --scheme q4 --keep '*.down_proj.weight=q8'
   run lut4 --scheme lut4
