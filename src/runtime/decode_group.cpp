@@ -46,11 +46,11 @@ void DecodeGroup::decode(Session& session, int64_t token) {
   if (mine.error) std::rethrow_exception(mine.error);
 }
 
-void DecodeGroup::between_steps(const std::function<void()>& work, uint64_t& turn) {
+void DecodeGroup::between_steps(const Session& caller, const std::function<void()>& work, uint64_t& turn) {
   std::unique_lock lock(mutex_);
   const auto deadline = std::chrono::steady_clock::now() + max_turn_wait;
   // Decoders first: a step since our last call, unless nobody decodes or they are slow to come.
-  changed_.wait_until(lock, deadline, [&] { return !stepping_ && (decoding_.empty() || steps_ != turn); });
+  changed_.wait_until(lock, deadline, [&] { return !stepping_ && (decoding_.size() == decoding_.count(&caller) || steps_ != turn); });
   changed_.wait(lock, [&] { return !stepping_; });
   stepping_ = true;
   lock.unlock();

@@ -32,12 +32,12 @@ class DecodeGroup {
   void decode(Session& session, int64_t token);
   // The session's generation is over: the others stop waiting for it.
   void leave(const Session& session);
-  // Runs `work` (a prefill call of a member that is not decoding) while no decode step runs, and,
-  // when members are decoding, only after they have stepped since this caller's previous call
+  // Runs `work` (a prefill call of `caller`) while no decode step runs, and, when other members are
+  // decoding, only after they have stepped since this caller's previous call
   // (`turn`, updated here): a prompt given in bounded calls then alternates with the running
   // streams' steps instead of stalling them, and no two passes compete for the cores. Waits at most
   // `max_turn_wait` for that step (members busy elsewhere), then runs anyway. Rethrows what work threw.
-  void between_steps(const std::function<void()>& work, uint64_t& turn);
+  void between_steps(const Session& caller, const std::function<void()>& work, uint64_t& turn);
 
  private:
   struct Step {

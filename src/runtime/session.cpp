@@ -87,7 +87,7 @@ std::span<const float> Session::prefill(std::span<const int64_t> ids) {
     run(rows);
     content_.append_ids(ids);
   };
-  if (group_) group_->between_steps(body, group_turn_);
+  if (group_) group_->between_steps(*this, body, group_turn_);
   else body();
   return logits_;
 }
@@ -102,7 +102,7 @@ std::span<const float> Session::prefill_embeddings(const float* embeddings, int6
     run(rows);
     content_.append(content, 0, content.size());
   };
-  if (group_) group_->between_steps(body, group_turn_);
+  if (group_) group_->between_steps(*this, body, group_turn_);
   else body();
   return logits_;
 }
