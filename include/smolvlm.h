@@ -197,6 +197,14 @@ typedef struct smolvlm_request {
   const char* dump_dir;
   /* 1: the model's eos ids do not end generation (benchmarks that need exactly max_new_tokens). */
   int32_t ignore_eos;
+  /* smolvlm_session_run only. 1: keep the session's KV of the longest common prefix of what it holds
+   * (the previous prompt and answer) and this prompt, and prefill only the rest: a follow-up turn that
+   * repeats the earlier messages skips their prefill. Positions are compared by token id and, at image
+   * tokens, by the image's pixels, so the result is what a fresh session gives. 0: start afresh. */
+  int32_t reuse_prefix;
+  /* Prompt tokens per prefill call (0: one call). In a decode group the other members' decode steps
+   * run between the calls, so a long prompt does not stall the streams already running. */
+  int64_t prefill_chunk;
 } smolvlm_request;
 
 SMOLVLM_API void smolvlm_request_init(smolvlm_request* request);
@@ -231,6 +239,7 @@ typedef struct smolvlm_result {
   smolvlm_finish_reason finish_reason;
   smolvlm_timings timings;
   const char* kernel_path;    /* static string: the kernels that ran */
+  int64_t reused_tokens;      /* prompt tokens kept from the session's KV (reuse_prefix), not prefilled */
 } smolvlm_result;
 
 /* Releases the result's arrays and zeroes it. */
@@ -246,7 +255,8 @@ SMOLVLM_API smolvlm_status smolvlm_generate(smolvlm_model* model, const smolvlm_
 SMOLVLM_API smolvlm_status smolvlm_session_create(smolvlm_model* model, int64_t context, smolvlm_session** out);
 SMOLVLM_API void smolvlm_session_free(smolvlm_session* session);
 
-/* Forgets every token and runs `request` in this session (its `context` field is ignored). */
+/* Runs `request` in this session (its `context` field is ignored), afresh or, with reuse_prefix, after
+ * the longest common prefix of what the session holds. */
 SMOLVLM_API smolvlm_status smolvlm_session_run(smolvlm_session* session, const smolvlm_request* request,
                                                smolvlm_result* result);
 

@@ -72,6 +72,8 @@ PromptInput prompt_input(const smolvlm_request& r) {
   if (r.split < -1 || r.split > 1) throw bad_input("split must be -1, 0 or 1, got " + std::to_string(r.split));
   if (r.split >= 0) in.split = r.split == 1;
   if (r.dump_dir && *r.dump_dir) in.dump_dir = r.dump_dir;
+  if (r.reuse_prefix < 0 || r.reuse_prefix > 1) throw bad_input("reuse_prefix must be 0 or 1, got " + std::to_string(r.reuse_prefix));
+  if (r.prefill_chunk < 0) throw bad_input("prefill_chunk must be >= 0, got " + std::to_string(r.prefill_chunk));
   return in;
 }
 
@@ -118,6 +120,7 @@ void fill_result(const RequestResult& r, smolvlm_result* out) {
   res.finish_reason = static_cast<smolvlm_finish_reason>(r.finish);
   res.timings = {r.timings.load, r.timings.preprocess, r.timings.vision, r.timings.prefill, r.timings.decode};
   res.kernel_path = kernel_path_name(active_kernel_path());
+  res.reused_tokens = r.reused_tokens;
   *out = res;
 }
 
@@ -141,9 +144,11 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
   const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
   Session* s = nullptr;
   std::optional<Session> request_session;
+  int64_t reused = 0;
   if (session) {
-    session->session.reset();
     s = &session->session;
+    if (req.reuse_prefix) reused = keep_common_prefix(*s, prompt);
+    else s->reset();
   } else {
     const int64_t capacity = req.context > 0 ? req.context : request_context(tokens, options.generation.max_new_tokens, m.max_context);
     if (tokens > capacity)
@@ -158,8 +163,9 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
       if (s.decode_group()) s.decode_group()->leave(s);
     }
   } leave_group{*s};
-  const double prefill = prefill_prompt(*s, prompt, input.dump_dir);
+  const double prefill = prefill_prompt(*s, prompt, {reused, req.prefill_chunk, input.dump_dir});
   RequestResult r = generate_text(*s, m.text_assets(), prompt.ids, options, sink);
+  r.reused_tokens = reused;
   r.image_tiles = prompt.image_tiles;
   r.timings.load = prompt.timings.load;
   r.timings.preprocess = prompt.timings.preprocess;
@@ -256,7 +262,7 @@ smolvlm_status smolvlm_session_prefill_request(smolvlm_session* session, const s
     smolvlm_model& m = session->model;
     const PromptInput input = capi::prompt_input(req);
     PreparedPrompt prompt = prepare_prompt(m.weights(), [&m]() -> const TextAssets& { return m.text_assets(); }, input, session->pool);
-    const double prefill = prefill_prompt(session->session, prompt, input.dump_dir);
+    const double prefill = prefill_prompt(session->session, prompt, {0, req.prefill_chunk, input.dump_dir});
     if (timings)
       *timings = {prompt.timings.load, prompt.timings.preprocess, prompt.timings.vision, prompt.timings.prefill + prefill, 0};
     if (prompt_tokens) *prompt_tokens = static_cast<int64_t>(prompt.ids.size());

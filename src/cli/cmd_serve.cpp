@@ -35,6 +35,10 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
       ->capture_default_str()->check(CLI::Range(1, 64));
   auto no_batch = std::make_shared<bool>(false);
   sub.add_flag("--no-batch", *no_batch, "decode each slot on its own instead of stepping the decoding slots together");
+  auto no_reuse = std::make_shared<bool>(false);
+  sub.add_flag("--no-reuse", *no_reuse, "prefill every prompt in full instead of keeping the slot's KV of the longest common prefix");
+  sub.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per prefill call; the other slots decode between calls (0: one call)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   sub.add_option("--queue", o->queue, "requests that may wait for a slot; beyond that 503 with Retry-After")
       ->capture_default_str()->check(CLI::Range(0, 4096));
   sub.add_option("--ctx", o->context, "KV capacity of each slot in tokens (default: the model's max_context)");
@@ -57,8 +61,9 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
   sub.add_flag("--allow-remote-images", o->media.allow_remote, "fetch http(s):// image URLs (public addresses only)");
   sub.add_flag("--allow-private-images", o->media.allow_private,
                "with --allow-remote-images, also fetch from loopback, private and link-local addresses");
-  return [o, key_file, max_body_mib, image_mib, no_batch]() {
+  return [o, key_file, max_body_mib, image_mib, no_batch, no_reuse]() {
     o->batch = !*no_batch;
+    o->reuse = !*no_reuse;
     if (!key_file->empty()) o->api_key = read_key_file(*key_file);
     if (o->media.allow_private && !o->media.allow_remote) throw UsageError("--allow-private-images needs --allow-remote-images");
     o->max_body = static_cast<size_t>(*max_body_mib * 1048576.0);

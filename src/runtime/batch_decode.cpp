@@ -49,6 +49,7 @@ void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> t
     s->logits_.resize(vocab);
     std::memcpy(s->logits_.data(), logits.data() + static_cast<size_t>(i) * vocab, vocab * sizeof(float));
     s->position_ += 1;
+    s->content_.append_ids(tokens.subspan(static_cast<size_t>(i), 1));
   }
 }
 

@@ -32,6 +32,7 @@ void DecodeGroup::decode(Session& session, int64_t token) {
       }
       lock.lock();
       stepping_ = false;
+      ++steps_;
       for (Step* s : batch) {
         s->done = true;
         s->error = error;
@@ -43,6 +44,28 @@ void DecodeGroup::decode(Session& session, int64_t token) {
     else changed_.wait_until(lock, deadline);
   }
   if (mine.error) std::rethrow_exception(mine.error);
+}
+
+void DecodeGroup::between_steps(const Session& caller, const std::function<void()>& work, uint64_t& turn) {
+  std::unique_lock lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + max_turn_wait;
+  // Decoders first: a step since our last call, unless nobody decodes or they are slow to come.
+  changed_.wait_until(lock, deadline, [&] { return !stepping_ && (decoding_.size() == decoding_.count(&caller) || steps_ != turn); });
+  changed_.wait(lock, [&] { return !stepping_; });
+  stepping_ = true;
+  lock.unlock();
+  std::exception_ptr error;
+  try {
+    work();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  stepping_ = false;
+  turn = steps_;
+  changed_.notify_all();
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
 }
 
 void DecodeGroup::leave(const Session& session) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <span>
@@ -31,6 +32,12 @@ class DecodeGroup {
   void decode(Session& session, int64_t token);
   // The session's generation is over: the others stop waiting for it.
   void leave(const Session& session);
+  // Runs `work` (a prefill call of `caller`) while no decode step runs, and, when other members are
+  // decoding, only after they have stepped since this caller's previous call
+  // (`turn`, updated here): a prompt given in bounded calls then alternates with the running
+  // streams' steps instead of stalling them, and no two passes compete for the cores. Waits at most
+  // `max_turn_wait` for that step (members busy elsewhere), then runs anyway. Rethrows what work threw.
+  void between_steps(const Session& caller, const std::function<void()>& work, uint64_t& turn);
 
  private:
   struct Step {
@@ -44,7 +51,9 @@ class DecodeGroup {
   std::condition_variable changed_;
   std::set<const Session*> decoding_;  // members between their first decode and leave()
   std::vector<Step*> pending_;
-  bool stepping_ = false;  // a batch is running (one at a time)
+  bool stepping_ = false;  // a batch or a prefill call is running (one at a time)
+  uint64_t steps_ = 0;     // decode batches run so far
+  static constexpr std::chrono::milliseconds max_turn_wait{200};
 };
 
 }  // namespace smolvlm

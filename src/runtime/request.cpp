@@ -68,6 +68,7 @@ PreprocessedImage preprocess_one(const ImageInput& image, const ImageProcessorCo
 struct PreparedImages {
   std::vector<float> pixel_values;  // [tiles, 3, S, S]
   std::vector<ImageGrid> grids;
+  std::vector<int64_t> image_tiles;  // per image
   int64_t tiles = 0;
 };
 
@@ -84,6 +85,7 @@ PreparedImages prepare_images(const ModelConfig& cfg, const std::vector<const Im
                       std::to_string(S) + " (preprocessor max_image_size vs vision_config.image_size)");
     if (keep_pixels) out.pixel_values.insert(out.pixel_values.end(), p.pixel_values.begin(), p.pixel_values.end());
     out.grids.push_back({p.rows, p.cols});
+    out.image_tiles.push_back(p.num_tiles);
     out.tiles += p.num_tiles;
   }
   return out;
@@ -107,6 +109,35 @@ OJson template_messages(const ModelConfig& cfg, const std::vector<Message>& mess
     out.push_back({{"role", role_name(m.role)}, {"content", std::move(content)}});
   }
   return out;
+}
+
+// The features of every image, in order. An image whose pixels were seen before takes the cached
+// features (exactly what the tower would compute from the same pixels); the others run through the
+// tower. When the tower's own output is to be dumped, all run and nothing is cached. `keys` receives
+// each image's key and feature rows, for the prompt's KV content.
+ImageFeatures image_features(const Model& model, const PreparedImages& images, ThreadPool& pool, bool dumping,
+                             std::vector<KvContent::Image>& keys) {
+  const int64_t S = model.vision().image_size();
+  const int64_t tile_floats = 3 * S * S;
+  const int64_t tile_rows = model.connector().tokens_per_tile();
+  ImageFeatures features;
+  if (dumping) features = encode_images(model, images.pixel_values.data(), images.tiles, pool, true);
+  features.tiles = images.tiles;
+  int64_t tile = 0;
+  for (const int64_t n : images.image_tiles) {
+    const float* pixels = images.pixel_values.data() + tile * tile_floats;
+    const std::string key = VisionCache::key_of(pixels, static_cast<size_t>(n * tile_floats));
+    keys.push_back({key, n * tile_rows});
+    tile += n;
+    if (dumping) continue;
+    std::optional<std::vector<float>> cached = model.vision_cache().find(key);
+    if (!cached) {
+      cached = encode_images(model, pixels, n, pool).image_hidden_states;
+      model.vision_cache().insert(key, *cached);
+    }
+    features.image_hidden_states.insert(features.image_hidden_states.end(), cached->begin(), cached->end());
+  }
+  return features;
 }
 
 BuiltPrompt build_prompt(const ModelConfig& cfg, const TextAssets& assets, const PromptInput& input,
@@ -207,25 +238,14 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
   if (images.tiles == 0) {
     if (takes_images(cfg) && std::count(out.ids.begin(), out.ids.end(), cfg.image_text()->image_token_id) > 0)
       throw bad_input("the prompt holds image tokens but no image was given");
+    out.content.append_ids(out.ids);
     return out;
   }
   const SiglipVision& vision = model.vision();
   const int64_t S = vision.image_size();
   dump(input.dump_dir, "pixel_values", {1, images.tiles, 3, S, S}, images.pixel_values);
   t0 = Clock::now();
-  // The same pixels seen before give the same features: the cache skips the tower (not when the
-  // tower's own output is to be dumped, which the cache does not keep).
-  const bool dumping = !input.dump_dir.empty();
-  const std::string key = dumping ? std::string() : VisionCache::key_of(images.pixel_values);
-  std::optional<std::vector<float>> cached = dumping ? std::nullopt : model.vision_cache().find(key);
-  ImageFeatures features;
-  if (cached) {
-    features.tiles = images.tiles;
-    features.image_hidden_states = std::move(*cached);
-  } else {
-    features = encode_images(model, images.pixel_values.data(), images.tiles, pool, dumping);
-    if (!dumping) model.vision_cache().insert(key, features.image_hidden_states);
-  }
+  const ImageFeatures features = image_features(model, images, pool, /*dumping=*/!input.dump_dir.empty(), out.content_images);
   out.timings.vision = seconds_since(t0);
   dump(input.dump_dir, "vision_last_hidden", {images.tiles, vision.num_patches(), vision.hidden()},
        features.vision_last_hidden);
@@ -233,19 +253,46 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
        features.image_hidden_states);
   t0 = Clock::now();
   out.embeddings = prompt_embeddings(model, out.ids, features);
+  out.content = KvContent::of_prompt(out.ids, cfg.image_text()->image_token_id, out.content_images);
   out.timings.prefill = seconds_since(t0);  // the embedding lookup counts as prefill, as before
   return out;
 }
 
-double prefill_prompt(Session& session, const PreparedPrompt& prompt, const std::filesystem::path& dump_dir) {
+double prefill_prompt(Session& session, const PreparedPrompt& prompt, const PrefillOptions& options) {
   const auto t0 = Clock::now();
   const int64_t rows = static_cast<int64_t>(prompt.ids.size());
-  std::span<const float> logits = prompt.embeddings.empty() ? session.prefill(prompt.ids)
-                                                            : session.prefill_embeddings(prompt.embeddings.data(), rows);
+  if (options.from < 0 || options.from >= rows)
+    throw internal_error("prefill_prompt: start " + std::to_string(options.from) + " outside the prompt of " +
+                         std::to_string(rows) + " tokens");
+  if (options.chunk < 0) throw bad_input("prefill_chunk must be >= 0, got " + std::to_string(options.chunk));
+  const int64_t H = session.model().text().hidden();
+  std::span<const float> logits;
+  for (int64_t at = options.from; at < rows;) {
+    const int64_t n = options.chunk > 0 ? std::min(options.chunk, rows - at) : rows - at;
+    if (prompt.embeddings.empty()) {
+      logits = session.prefill(std::span<const int64_t>(prompt.ids).subspan(static_cast<size_t>(at), static_cast<size_t>(n)));
+    } else {
+      KvContent part;
+      part.append(prompt.content, static_cast<size_t>(at), static_cast<size_t>(at + n));
+      logits = session.prefill_embeddings(prompt.embeddings.data() + at * H, n, part);
+    }
+    at += n;
+  }
   const double seconds = seconds_since(t0);
-  if (!dump_dir.empty())
-    dump(dump_dir, "prefill_logits_last", {session.model().text().vocab()}, {logits.begin(), logits.end()});
+  if (!options.dump_dir.empty())
+    dump(options.dump_dir, "prefill_logits_last", {session.model().text().vocab()}, {logits.begin(), logits.end()});
   return seconds;
+}
+
+int64_t keep_common_prefix(Session& session, const PreparedPrompt& prompt) {
+  const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
+  if (tokens > session.capacity())
+    throw state_error("the prompt has " + std::to_string(tokens) + " tokens but the context holds " +
+                      std::to_string(session.capacity()));
+  // At least the last token runs again: its logits choose the first new token.
+  const int64_t keep = std::min<int64_t>(static_cast<int64_t>(session.content().common_prefix(prompt.content)), tokens - 1);
+  session.truncate(keep);
+  return keep;
 }
 
 RequestResult generate_text(Session& session, const TextAssets& assets, std::span<const int64_t> prompt_ids,

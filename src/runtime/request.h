@@ -75,6 +75,8 @@ struct PreparedPrompt {
   std::vector<float> embeddings;  // [ids.size(), hidden] when the prompt has images, else empty
   int64_t image_tiles = 0;
   StageTimings timings;           // load (waiting for the text assets), preprocess, vision
+  KvContent content;              // what each position puts into the KV (ids, images' keys and rows)
+  std::vector<KvContent::Image> content_images;
 };
 
 // Renders and tokenizes the prompt and runs its images through the vision tower. Error(BadInput)
@@ -86,8 +88,21 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
 // grids).
 BuiltPrompt render_prompt(const ModelConfig& config, const TextAssets& assets, const PromptInput& input);
 
-// Appends the prompt to the session (ids or embeddings); returns the seconds it took.
-double prefill_prompt(Session& session, const PreparedPrompt& prompt, const std::filesystem::path& dump_dir = {});
+struct PrefillOptions {
+  int64_t from = 0;   // the first prompt token to append (the ones before are in the session already)
+  int64_t chunk = 0;  // tokens per prefill call (0: one call); in a decode group the others step between calls
+  std::filesystem::path dump_dir;
+};
+
+// Appends the prompt's tokens [from, end) to the session (ids or embeddings) and returns the seconds
+// it took. Chunks give the same greedy ids as one call (the products sum rows in another order for
+// other row counts: logits equal within float rounding, not always bitwise).
+double prefill_prompt(Session& session, const PreparedPrompt& prompt, const PrefillOptions& options = {});
+
+// Keeps what the session holds of the longest common prefix of its content and the prompt's (never
+// the prompt's last token, whose logits are needed) and returns its length: prefill_prompt from
+// there gives the state a fresh prefill gives. Error(State) when the prompt cannot fit the session.
+int64_t keep_common_prefix(Session& session, const PreparedPrompt& prompt);
 
 // Receives each newly printable piece of text; returns false to cancel.
 using TextSink = std::function<bool(std::string_view)>;
@@ -103,6 +118,7 @@ struct RequestResult {
   std::string text;                // the generated text, special tokens skipped, stops trimmed
   std::vector<int64_t> token_ids;  // every generated token
   int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;  // prompt tokens kept in the session from before, not prefilled
   int64_t image_tiles = 0;
   FinishReason finish = FinishReason::Length;
   StageTimings timings;

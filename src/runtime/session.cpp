@@ -41,13 +41,17 @@ std::span<const float> Session::logits() const {
   return logits_;
 }
 
-void Session::reset() { position_ = 0; }
+void Session::reset() {
+  position_ = 0;
+  content_.clear();
+}
 
 void Session::truncate(int64_t position) {
   if (position < 0 || position > position_)
     throw state_error("cannot truncate the session to position " + std::to_string(position) + " (it holds " +
                       std::to_string(position_) + " tokens)");
   position_ = position;
+  content_.truncate(static_cast<size_t>(position));
   if (position_ == 0) logits_.clear();
 }
 
@@ -77,16 +81,34 @@ std::span<const float> Session::run(int64_t rows) {
 std::span<const float> Session::prefill(std::span<const int64_t> ids) {
   const int64_t rows = static_cast<int64_t>(ids.size());
   check_room(rows, "prefill");
-  ensure_buffers(rows);
-  model_.text().embed(ids.data(), rows, x_.data());
-  return run(rows);
+  auto body = [&] {
+    ensure_buffers(rows);
+    model_.text().embed(ids.data(), rows, x_.data());
+    run(rows);
+    content_.append_ids(ids);
+  };
+  if (group_) group_->between_steps(*this, body, group_turn_);
+  else body();
+  return logits_;
+}
+
+std::span<const float> Session::prefill_embeddings(const float* embeddings, int64_t rows, const KvContent& content) {
+  check_room(rows, "prefill");
+  if (content.size() != static_cast<size_t>(rows))
+    throw internal_error("prefill: " + std::to_string(rows) + " rows but a content of " + std::to_string(content.size()));
+  auto body = [&] {
+    ensure_buffers(rows);
+    std::memcpy(x_.data(), embeddings, static_cast<size_t>(rows * model_.text().hidden()) * sizeof(float));
+    run(rows);
+    content_.append(content, 0, content.size());
+  };
+  if (group_) group_->between_steps(*this, body, group_turn_);
+  else body();
+  return logits_;
 }
 
 std::span<const float> Session::prefill_embeddings(const float* embeddings, int64_t rows) {
-  check_room(rows, "prefill");
-  ensure_buffers(rows);
-  std::memcpy(x_.data(), embeddings, static_cast<size_t>(rows * model_.text().hidden()) * sizeof(float));
-  return run(rows);
+  return prefill_embeddings(embeddings, rows, KvContent::opaque(rows));
 }
 
 std::span<const float> Session::decode(int64_t token) {
@@ -98,7 +120,9 @@ std::span<const float> Session::decode(int64_t token) {
   }
   ensure_buffers(1);
   model_.text().embed(&token, 1, x_.data());
-  return run(1);
+  run(1);
+  content_.append_ids({&token, 1});
+  return logits_;
 }
 
 }  // namespace smolvlm

@@ -13,6 +13,7 @@
 #include "kernels/thread_pool.h"
 #include "model/llama.h"
 #include "runtime/kv_cache.h"
+#include "runtime/kv_content.h"
 #include "runtime/model.h"
 
 namespace smolvlm {
@@ -33,6 +34,8 @@ class Session {
   int64_t capacity() const { return cache_.capacity(); }
   bool started() const { return position_ > 0; }
   const KvCache& cache() const { return cache_; }
+  // What went into the cache at each position (runtime/kv_content.h).
+  const KvContent& content() const { return content_; }
   // Logits [vocab] of the last processed position; Error(State) before the first prefill.
   std::span<const float> logits() const;
 
@@ -42,7 +45,10 @@ class Session {
   void truncate(int64_t position);
 
   // Appends `ids` (or input embeddings [rows, hidden]) and returns the logits of the last one.
+  // In a decode group the call runs between the group's decode steps (DecodeGroup::between_steps).
   std::span<const float> prefill(std::span<const int64_t> ids);
+  // `content` says what the rows are (content.size() == rows); without it they match nothing later.
+  std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows, const KvContent& content);
   std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows);
   // Appends one generated token; Error(State) before prefill or when the cache is full.
   std::span<const float> decode(int64_t token);
@@ -66,11 +72,13 @@ class Session {
   const Model& model_;
   ThreadPool& pool_;
   KvCache cache_;
+  KvContent content_;
   int64_t position_ = 0;
   std::optional<LlamaModel::Scratch> scratch_;
   std::vector<float> x_;       // input embeddings / residual stream [rows, hidden]
   std::vector<float> logits_;  // [vocab]
   DecodeGroup* group_ = nullptr;
+  uint64_t group_turn_ = 0;  // the group's step count when this session's last prefill call ended
 };
 
 }  // namespace smolvlm

@@ -4,8 +4,8 @@
 
 namespace smolvlm {
 
-std::string VisionCache::key_of(const std::vector<float>& pixel_values) {
-  return sha256_hex(pixel_values.data(), pixel_values.size() * sizeof(float));
+std::string VisionCache::key_of(const float* pixel_values, size_t n) {
+  return sha256_hex(pixel_values, n * sizeof(float));
 }
 
 std::optional<std::vector<float>> VisionCache::find(const std::string& key) {

@@ -1,4 +1,4 @@
-// The vision outputs of recent requests, by the SHA-256 of their pixel values: a follow-up question
+// The vision outputs of recent images, by the SHA-256 of each image's pixel values: a follow-up question
 // about the same images (same bytes, same split setting give the same pixels) skips the vision tower
 // and the connector. Keyed on the exact pixels the tower would read, a hit returns exactly the
 // features it would compute. Shared by all sessions of a model; thread-safe; least recently used
@@ -19,7 +19,9 @@ class VisionCache {
  public:
   explicit VisionCache(size_t max_entries = 8) : max_entries_(max_entries) {}
 
-  static std::string key_of(const std::vector<float>& pixel_values);
+  // The key of an image's pixel values (every tile of it).
+  static std::string key_of(const float* pixel_values, size_t n);
+  static std::string key_of(const std::vector<float>& pixel_values) { return key_of(pixel_values.data(), pixel_values.size()); }
   // The image_hidden_states stored for `key`, if any.
   std::optional<std::vector<float>> find(const std::string& key);
   void insert(const std::string& key, const std::vector<float>& image_hidden_states);

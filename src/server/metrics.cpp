@@ -9,10 +9,12 @@ void Metrics::count_response(const std::string& path, int status) {
   ++responses_[{path, status}];
 }
 
-void Metrics::count_generation(int64_t prompt_tokens, int64_t completion_tokens, double ttft_s, double decode_s) {
+void Metrics::count_generation(int64_t prompt_tokens, int64_t reused_tokens, int64_t completion_tokens, double ttft_s,
+                               double decode_s) {
   std::lock_guard lock(mutex_);
   ++generations_;
-  prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+  prompt_tokens_ += static_cast<uint64_t>(prompt_tokens - reused_tokens);
+  reused_tokens_ += static_cast<uint64_t>(reused_tokens);
   completion_tokens_ += static_cast<uint64_t>(completion_tokens);
   if (ttft_s >= 0) {
     ++ttft_count_;
@@ -34,6 +36,9 @@ std::string Metrics::render(const SchedulerStats& s) const {
     << "smolvlm_generations_total " << generations_ << "\n"
     << "# HELP smolvlm_prompt_tokens_total Prompt tokens prefilled.\n# TYPE smolvlm_prompt_tokens_total counter\n"
     << "smolvlm_prompt_tokens_total " << prompt_tokens_ << "\n"
+    << "# HELP smolvlm_prompt_tokens_reused_total Prompt tokens kept from a slot's KV of an earlier request, not prefilled.\n"
+    << "# TYPE smolvlm_prompt_tokens_reused_total counter\n"
+    << "smolvlm_prompt_tokens_reused_total " << reused_tokens_ << "\n"
     << "# HELP smolvlm_completion_tokens_total Tokens generated.\n# TYPE smolvlm_completion_tokens_total counter\n"
     << "smolvlm_completion_tokens_total " << completion_tokens_ << "\n"
     << "# HELP smolvlm_time_to_first_token_seconds From enqueue to the first streamed text.\n"

@@ -28,7 +28,11 @@ ojson head(const ResponseHeader& h, bool chunk) {
 
 ojson usage_json(const smolvlm_result& r) {
   const auto completion = static_cast<int64_t>(r.n_tokens);
-  return {{"prompt_tokens", r.prompt_tokens}, {"completion_tokens", completion}, {"total_tokens", r.prompt_tokens + completion}};
+  // cached_tokens: OpenAI's name for prompt tokens served from an earlier request's state (the slot's KV).
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", completion},
+          {"total_tokens", r.prompt_tokens + completion},
+          {"prompt_tokens_details", {{"cached_tokens", r.reused_tokens}}}};
 }
 
 ojson engine_json(const smolvlm_result& r, bool timed_out) {

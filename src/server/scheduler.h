@@ -38,11 +38,18 @@ struct Job {
   api::Result result;
   bool timed_out = false;
   double ttft_s = -1;  // from enqueue to the first piece
+  std::vector<uint64_t> signature;  // conversation_signature(engine_request), set by submit()
   std::atomic<bool> cancel{false};
 
   // Waits up to `wait` for news; moves the pending text into `out`. True once the job is done.
   bool take(std::string& out, std::chrono::milliseconds wait);
 };
+
+// Hashes of a request's turns, part by part (role, text or image bytes), in order: a job goes to the
+// idle slot whose last conversation shares the longest leading run of them, where the engine's own
+// comparison (reuse_prefix) is likely to keep the most KV. Only a routing hint: the engine decides
+// what is reused, exactly.
+std::vector<uint64_t> conversation_signature(const smolvlm_request& request);
 
 struct SchedulerStats {
   int slots = 0, busy = 0;
@@ -67,12 +74,18 @@ class Scheduler {
 
  private:
   void run_slot(int index);
+  // The idle slot a job should go to (under mutex_): the longest shared signature, then the one
+  // idle longest; -1 when none is idle.
+  int best_idle_slot(const Job& job) const;
 
   const size_t queue_capacity_;
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> running_;
+  std::vector<std::vector<uint64_t>> history_;  // per slot: the signature of its last conversation
+  std::vector<uint64_t> last_used_;              // per slot: when its last job ended (a counter)
+  uint64_t jobs_ended_ = 0;
   bool stopping_ = false;
   struct GroupFree {
     void operator()(smolvlm_decode_group* g) const { smolvlm_decode_group_free(g); }

@@ -87,7 +87,8 @@ void require_ready(const Server& s) {
 
 void finish_metrics(Server& s, const Job& job) {
   const smolvlm_result& r = job.result.raw();
-  s.metrics.count_generation(r.prompt_tokens, static_cast<int64_t>(r.n_tokens), job.ttft_s, r.timings.decode_s);
+  s.metrics.count_generation(r.prompt_tokens, r.reused_tokens, static_cast<int64_t>(r.n_tokens), job.ttft_s,
+                             r.timings.decode_s);
 }
 
 // Waits until the job has streamed text or is done (or the time limit passed, which cancels it).
@@ -141,6 +142,8 @@ void handle_generation(Server& s, const httplib::Request& req, httplib::Response
   smolvlm_request_init(&job->engine_request);
   job->engine_request.max_new_tokens = s.opt.default_max_tokens;
   job->request.fill(job->engine_request);
+  job->engine_request.reuse_prefix = s.opt.reuse ? 1 : 0;
+  job->engine_request.prefill_chunk = s.opt.prefill_chunk;
   job->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.opt.request_timeout_s));
   if (!s.scheduler->submit(job))
     throw HttpError(503, "every slot is busy and the queue is full; retry later", "", "queue_full");

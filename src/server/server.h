@@ -16,6 +16,8 @@ struct ServerOptions {
   int port = 8080;           // 0: any free port (the one chosen is printed)
   int parallel = 1;          // slots, each with its own session
   bool batch = true;         // decoding slots step together (one pass over the weights)
+  bool reuse = true;         // a request keeps the slot's KV of its longest common prefix
+  int64_t prefill_chunk = 64;  // prompt tokens per prefill call, between the other slots' decode steps
   size_t queue = 16;         // requests waiting for a slot; beyond that 503
   int64_t context = 0;       // KV capacity of each slot; 0: the model's max_context
   int threads = 0;           // worker threads per slot; 0: every core

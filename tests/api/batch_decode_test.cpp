@@ -176,5 +176,51 @@ TEST(BatchDecode, DecodeGroupKeepsEveryAnswer) {
   smolvlm_decode_group_free(group);
 }
 
+
+// Prompts prefilled in small chunks between the group's decode steps, with prefix reuse, while other
+// members decode: every answer is still the one the request gets alone.
+TEST(BatchDecode, ChunkedPrefillAndReuseInAGroupKeepEveryAnswer) {
+  const api::Model m = load_tiny(kernel_paths().back());
+  const std::string prompts[] = {"The capital of France is a city that", "Once upon a time there was a", "1, 2, 3, 4, 5,"};
+  auto request = [&](int i, int64_t n) {
+    smolvlm_request r;
+    smolvlm_request_init(&r);
+    r.prompt = prompts[i % 3].c_str();
+    r.max_new_tokens = n;
+    r.ignore_eos = 1;
+    return r;
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 3; ++i) {
+    const api::Result res = m.generate(request(i, 12));
+    alone.emplace_back(res.token_ids().begin(), res.token_ids().end());
+  }
+  smolvlm_decode_group* group = nullptr;
+  ASSERT_EQ(smolvlm_decode_group_create(m.get(), &group), SMOLVLM_OK);
+  {
+    std::vector<std::unique_ptr<api::Session>> sessions;
+    for (int i = 0; i < 3; ++i) {
+      sessions.push_back(std::make_unique<api::Session>(m, 128));
+      ASSERT_EQ(smolvlm_session_set_decode_group(sessions.back()->get(), group), SMOLVLM_OK);
+    }
+    std::vector<std::vector<std::vector<int32_t>>> got(3);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < 4; ++k) {
+          smolvlm_request r = request(t + k, 12);
+          r.prefill_chunk = 1 + (t + k) % 3;
+          r.reuse_prefix = 1;
+          const api::Result res = sessions[t]->run(r);
+          got[t].emplace_back(res.token_ids().begin(), res.token_ids().end());
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 3; ++t)
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(got[t][k], alone[(t + k) % 3]) << "thread " << t << " request " << k;
+  }
+  smolvlm_decode_group_free(group);
+}
+
 }  // namespace
 }  // namespace smolvlm

@@ -62,7 +62,10 @@ test("streaming chat with include_usage gives the same text, ids and usage", asy
   assert.equal(text, ref.text);
   assert.deepEqual(ids, ref.token_ids);
   assert.equal(finish, "length");
-  assert.deepEqual(usage, { prompt_tokens: ref.prompt_tokens, completion_tokens: N, total_tokens: ref.prompt_tokens + N });
+  const { prompt_tokens_details: details, ...counts } = usage;
+  assert.deepEqual(counts, { prompt_tokens: ref.prompt_tokens, completion_tokens: N, total_tokens: ref.prompt_tokens + N });
+  // The same prompt as the test before: the slot kept its KV, all but the last token.
+  assert.equal(details.cached_tokens, ref.prompt_tokens - 1);
 });
 
 test("stop strings end the answer where caption --stop does", async () => {

@@ -1,0 +1,72 @@
+// Time of one batched decode step (smolvlm_sessions_decode) at 1, 2, 4 and 8 sessions against the
+// same steps one session at a time: whether a step of n rows costs about one pass over the weights.
+// Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] decode_step_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <smolvlm.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+const smolvlm::api::Model& model() {
+  static const smolvlm::api::Model m = [] {
+    smolvlm_model_options o;
+    smolvlm_model_options_init(&o);
+    const char* threads = std::getenv("SMOLVLM_BENCH_THREADS");
+    o.threads = threads ? std::atoi(threads) : 2;
+    const char* dir = std::getenv("SMOLVLM_BENCH_MODEL");
+    if (!dir) throw std::runtime_error("set SMOLVLM_BENCH_MODEL to a model folder");
+    return smolvlm::api::Model::load(dir, &o);
+  }();
+  return m;
+}
+
+std::vector<std::unique_ptr<smolvlm::api::Session>> sessions(int n) {
+  std::vector<std::unique_ptr<smolvlm::api::Session>> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(std::make_unique<smolvlm::api::Session>(model(), 4096));
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, int32_t(8 + i)};
+    out.back()->prefill(prompt);
+  }
+  return out;
+}
+
+void BM_BatchedStep(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto s = sessions(n);
+  std::vector<smolvlm_session*> handles;
+  for (auto& x : s) handles.push_back(x->get());
+  const std::vector<int32_t> ids(static_cast<size_t>(n), 42);
+  for (auto _ : state) {
+    if (s[0]->position() + 1 >= s[0]->capacity())
+      for (auto& x : s) smolvlm_session_truncate(x->get(), 8);
+    smolvlm::api::check(smolvlm_sessions_decode(handles.data(), ids.data(), handles.size()));
+  }
+  state.counters["rows"] = n;
+  state.counters["tok_s"] = benchmark::Counter(double(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void BM_OneByOne(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto s = sessions(n);
+  for (auto _ : state) {
+    for (auto& x : s) {
+      if (x->position() + 1 >= x->capacity()) smolvlm_session_truncate(x->get(), 8);
+      x->decode(42);
+    }
+  }
+  state.counters["rows"] = n;
+  state.counters["tok_s"] = benchmark::Counter(double(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_BatchedStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_OneByOne)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();
