@@ -1,9 +1,11 @@
-# The installed engine: libsmolvlm.so (SONAME libsmolvlm.so.<major>) exporting only the smolvlm_*
+# The installed engine: libsmolvlm.so (SONAME libsmolvlm.so.0.<minor>) exporting only the smolvlm_*
 # C functions, libsmolvlm.a holding every module, include/smolvlm.h (+ smolvlm.hpp), a pkg-config file
 # and a CMake package (find_package(smolvlm) -> smolvlm::smolvlm, smolvlm::smolvlm_static).
 include(GNUInstallDirs)
 
-set(SMOLVLM_SOVERSION 0)
+# Before 1.0 a minor version may change the ABI (a struct the library fills grows), so the SONAME
+# carries it: a program built against 0.2 never loads 0.3.
+set(SMOLVLM_SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 set(smolvlm_modules smolvlm_api smolvlm_runtime smolvlm_model smolvlm_image smolvlm_text smolvlm_kernels
     smolvlm_hub smolvlm_io smolvlm_core)
 

@@ -33,10 +33,10 @@ extern "C" {
 #endif
 
 #define SMOLVLM_VERSION_MAJOR 0
-#define SMOLVLM_VERSION_MINOR 2
+#define SMOLVLM_VERSION_MINOR 3
 #define SMOLVLM_VERSION_PATCH 0
 
-/* "0.2.0": the version of the library actually loaded (it may differ from the header's). */
+/* "0.3.0": the version of the library actually loaded (it may differ from the header's). */
 SMOLVLM_API const char* smolvlm_version(void);
 
 /* ---- errors ---------------------------------------------------------------------------------- */
