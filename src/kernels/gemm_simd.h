@@ -160,6 +160,11 @@ inline float quant_value(const void* row, const QuantGroup& g, int64_t k) {
   }
 }
 
+// Q8 values as one FMA, scale * q + (-scale * zero_point): both products are exact in fp32 (an fp16
+// scale times an integer of at most 8 bits), and so is their sum scale * (q - zero_point), which the
+// FMA therefore returns unrounded: the very value quant_value() computes.
+inline float q8_offset(const QuantGroup& g) { return -(g.scale * g.offset); }
+
 template <WeightFormat FMT>
 inline const void* quant_row(const WeightRef& w, int64_t n) {
   if constexpr (FMT == WeightFormat::Q8)
@@ -260,7 +265,9 @@ inline void prefetch_row(const WeightRef& w, int64_t n) {
 // thread reads are contiguous, so reading each row front to back makes the range one sequential
 // stream (interleaving several rows measured slower). Rows of x after the first reuse the weight row
 // from L1.
-template <WeightFormat FMT>
+using DenseDot = float (*)(const float* x, const void* w, int64_t offset, int64_t K);
+
+template <WeightFormat FMT, DenseDot Dot = dot_row<FMT>>
 void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
   // Rows are requested about 9 KB ahead of the one being read: one stream per thread is limited by
@@ -271,7 +278,7 @@ void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias
   for (int64_t n = n0; n < n1; ++n) {
     if (n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
     for (int64_t m = 0; m < M; ++m) {
-      const float s = dot_row<FMT>(x + m * K, w.data, n * K, K);
+      const float s = Dot(x + m * K, w.data, n * K, K);
       y[m * N + n] = bias ? s + bias[n] : s;
     }
   }
@@ -298,14 +305,14 @@ struct QuantDecoder8 {
       lut_hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut + 8)));
     } else {
       scale = _mm256_set1_ps(g.scale);
-      offset = _mm256_set1_ps(g.offset);
+      offset = _mm256_set1_ps(FMT == WeightFormat::Q8 ? q8_offset(g) : g.offset);
     }
   }
   // Values [k, k + 8) of the row (k even for the 4-bit formats).
   __m256 load(const void* row, int64_t k) const {
     if constexpr (FMT == WeightFormat::Q8) {
       const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k)));
-      return _mm256_mul_ps(scale, _mm256_sub_ps(_mm256_cvtepi32_ps(q), offset));
+      return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(q), offset);  // q8_offset: the same exact value
     } else if constexpr (FMT == WeightFormat::Q4) {
       const __m256i q = codes4x8(static_cast<const uint8_t*>(row) + k / 2);
       return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(q), offset);  // scale * q is exact: one rounding
@@ -324,6 +331,14 @@ struct QuantRow256 {
   template <WeightFormat FMT>
   static const float* prepare(const float* x, int64_t, const WeightRef&, float*) {
     return x;
+  }
+  template <WeightFormat FMT>
+  static bool takes_four_rows(const WeightRef&) {
+    return false;
+  }
+  template <WeightFormat FMT>
+  static void dot4(const float* x, const WeightRef& w, int64_t n, float* out) {
+    for (int i = 0; i < 4; ++i) out[i] = dot<FMT>(x, w, n + i);
   }
   template <WeightFormat FMT>
   static float dot(const float* x, const WeightRef& w, int64_t n) {
@@ -364,12 +379,22 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
   alignas(64) float scratch[Row::kScratchFloats];
   const float* xr = Row::template prepare<FMT>(x, M, w, scratch);
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch(n);
-  for (int64_t n = n0; n < n1; ++n) {
-    if (n + ahead < n1) prefetch(n + ahead);
+  // Where the row product can, it takes four rows per pass (sharing the loads of x); each row gets
+  // exactly the arithmetic it gets alone, so where the range starts never changes a result.
+  const bool four = Row::template takes_four_rows<FMT>(w);
+  for (int64_t n = n0; n < n1;) {
+    const int64_t rows = four && n + 4 <= n1 ? 4 : 1;
+    for (int64_t i = 0; i < rows; ++i)
+      if (n + i + ahead < n1) prefetch(n + i + ahead);
     for (int64_t m = 0; m < M; ++m) {
-      const float s = Row::template dot<FMT>(xr + m * K, w, n);
-      y[m * N + n] = bias ? s + bias[n] : s;
+      float s[4];
+      if (rows == 4)
+        Row::template dot4<FMT>(xr + m * K, w, n, s);
+      else
+        s[0] = Row::template dot<FMT>(xr + m * K, w, n);
+      for (int64_t i = 0; i < rows; ++i) y[m * N + n + i] = bias ? s[i] + bias[n + i] : s[i];
     }
+    n += rows;
   }
 }
 
