@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package the project needs to build, test and benchmark.
+# Installs every Debian 12 package the project needs to build, test and benchmark (the last three of
+# the list cross-build for aarch64 and run its tests under qemu: scripts/arm64-sysroot.sh).
 # Idempotent: apt-get skips what is already installed.
 set -euo pipefail
 SUDO=""
@@ -16,7 +17,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcpp-httplib-dev chromium \
   libopenblas-dev \
   python3 python3-pil python3-numpy \
-  python3-dev pybind11-dev python3-pybind11 python3-dask python3-distributed >/dev/null
+  python3-dev pybind11-dev python3-pybind11 python3-dask python3-distributed \
+  g++-aarch64-linux-gnu qemu-user-static mmdebstrap >/dev/null
 # Node.js (for the reference tokenizer used by the differential tests) ships with the machine image;
 # fall back to Debian's packages where it does not.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

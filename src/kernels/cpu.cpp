@@ -12,7 +12,7 @@ namespace {
 
 CpuFeatures detect() {
   CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
+#if SMOLVLM_HAVE_X86_KERNELS
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");

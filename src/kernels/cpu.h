@@ -6,6 +6,14 @@
 
 #include <vector>
 
+// The instruction sets this build has kernel files for (cmake/isa.cmake compiles *_avx2.cpp and
+// *_avx512.cpp on x86-64 only): code that calls into those files is compiled only where they are.
+#if defined(__x86_64__)
+#define SMOLVLM_HAVE_X86_KERNELS 1
+#else
+#define SMOLVLM_HAVE_X86_KERNELS 0
+#endif
+
 namespace smolvlm {
 
 struct CpuFeatures {
