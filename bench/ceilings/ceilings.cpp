@@ -93,6 +93,12 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
     flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx512();
   }
 #endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (path == KernelPath::Neon) {
+    loop = ceilings_detail::fma_loop_neon;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_neon();
+  }
+#endif
   // Calibrate on one thread to runs of ~2 ms (short enough to fit in one scheduler slice on a busy
   // machine), then take the best of the timed runs.
   long iterations = 1 << 12;

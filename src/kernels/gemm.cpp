@@ -223,6 +223,9 @@ const gemm::GemmKernels* simd_kernels(KernelPath path, [[maybe_unused]] bool fau
     case KernelPath::Avx2: return isa_kernels<gemm::gemm_kernels_avx2>(faulty);
     case KernelPath::Avx512: return isa_kernels<gemm::gemm_kernels_avx512>(faulty);
 #endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+    case KernelPath::Neon: return isa_kernels<gemm::gemm_kernels_neon>(faulty);
+#endif
     default: return nullptr;
   }
 }

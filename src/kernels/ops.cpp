@@ -10,7 +10,7 @@ namespace smolvlm {
 namespace {
 
 // The vector loops of one instruction set (ops.h, detail): the AVX2 ones run on both x86 paths
-// (avx2, avx512).
+// (avx2, avx512), the NEON ones on neon.
 struct VectorOps {
   decltype(&detail::dot_rows_avx2) dot_rows;
   decltype(&detail::weighted_sum_rows_avx2) weighted_sum_rows;
@@ -30,6 +30,12 @@ constexpr VectorOps kAvx2Ops{detail::dot_rows_avx2,     detail::weighted_sum_row
                              detail::silu_mul_avx2,     detail::scale_max_avx2,         detail::exp_sum_avx2,
                              detail::scale_avx2};
 #endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+constexpr VectorOps kNeonOps{detail::dot_rows_neon,     detail::weighted_sum_rows_neon, detail::add_inplace_neon,
+                             detail::rms_norm_row_neon, detail::layer_norm_row_neon,    detail::gelu_tanh_neon,
+                             detail::silu_mul_neon,     detail::scale_max_neon,         detail::exp_sum_neon,
+                             detail::scale_neon};
+#endif
 
 // The vector loops of a path; null for the scalar path (the reference loops) and for any path this
 // build has no kernel files for (never active). Ops given a pool follow the pool's task path
@@ -39,6 +45,9 @@ const VectorOps* vector_ops(KernelPath path) {
 #if SMOLVLM_HAVE_X86_KERNELS
     case KernelPath::Avx2:
     case KernelPath::Avx512: return &kAvx2Ops;
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+    case KernelPath::Neon: return &kNeonOps;
 #endif
     default: return nullptr;
   }
