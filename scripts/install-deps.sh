@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package the project needs to build, test and benchmark.
+# Installs every Debian 12 package the project needs to build, test and benchmark (on amd64 or arm64).
 # Idempotent: apt-get skips what is already installed.
 set -euo pipefail
 SUDO=""
@@ -17,6 +17,10 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenblas-dev \
   python3 python3-pil python3-numpy \
   python3-dev pybind11-dev python3-pybind11 python3-dask python3-distributed >/dev/null
+# Cross-building for aarch64 and running its tests under qemu (scripts/arm64-test.sh), from x86-64.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  $SUDO apt-get install -y -qq --no-install-recommends g++-aarch64-linux-gnu qemu-user-static mmdebstrap >/dev/null
+fi
 # Node.js (for the reference tokenizer used by the differential tests) ships with the machine image;
 # fall back to Debian's packages where it does not.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -36,7 +36,11 @@ float scalar_loop(long iterations) {
     c5 = c5 * a + b;
     c6 = c6 * a + b;
     c7 = c7 * a + b;
+#if defined(__aarch64__)
+    __asm__ volatile("" : "+w"(c0), "+w"(c1), "+w"(c2), "+w"(c3), "+w"(c4), "+w"(c5), "+w"(c6), "+w"(c7));
+#elif defined(__x86_64__)
     __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6), "+x"(c7));
+#endif
   }
   return c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7;
 }
@@ -80,6 +84,7 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
     throw unsupported(std::string("FMA peak: this CPU cannot run the ") + kernel_path_name(path) + " path");
   float (*loop)(long) = scalar_loop;
   double flops_per_iteration = kScalarChains * 2;
+#if SMOLVLM_HAVE_X86_KERNELS
   if (path == KernelPath::Avx2) {
     loop = ceilings_detail::fma_loop_avx2;
     flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx2();
@@ -87,6 +92,13 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
     loop = ceilings_detail::fma_loop_avx512;
     flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx512();
   }
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (path == KernelPath::Neon) {
+    loop = ceilings_detail::fma_loop_neon;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_neon();
+  }
+#endif
   // Calibrate on one thread to runs of ~2 ms (short enough to fit in one scheduler slice on a busy
   // machine), then take the best of the timed runs.
   long iterations = 1 << 12;

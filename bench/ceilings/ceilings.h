@@ -33,6 +33,8 @@ float fma_loop_avx2(long iterations);
 double fma_flops_per_iteration_avx2();
 float fma_loop_avx512(long iterations);
 double fma_flops_per_iteration_avx512();
+float fma_loop_neon(long iterations);
+double fma_flops_per_iteration_neon();
 }  // namespace ceilings_detail
 
 }  // namespace smolvlm

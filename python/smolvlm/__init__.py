@@ -66,7 +66,7 @@ class Model:
         "org/name[@revision]" already in the HuggingFace cache (the network is never used).
     threads: worker threads of each request (None: every core).
     ctx: upper bound on any request's context (None: the model's, within 2 GiB of KV cache).
-    kernels: "scalar", "avx2" or "avx512" (None: the best this CPU runs; one it cannot run is an error).
+    kernels: "scalar", "avx2", "avx512" or "neon" (None: the best this CPU runs; one it cannot run is an error).
     load_weights: False reads only the configs and tokenizer (tokenize, render prompts, info).
 
     One Model serves many threads at once, each request on a session of its own.

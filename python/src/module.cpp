@@ -465,7 +465,7 @@ PYBIND11_MODULE(_smolvlm, m) {
       .def_readonly("prompt_tokens", &Result::prompt_tokens, "tokens of the prompt (image tokens included)")
       .def_readonly("image_tiles", &Result::image_tiles, "tiles through the vision tower")
       .def_readonly("finish_reason", &Result::finish_reason, "eos, length, stop, cancelled or context_full")
-      .def_readonly("kernel_path", &Result::kernel_path, "the kernels that ran: scalar, avx2 or avx512")
+      .def_readonly("kernel_path", &Result::kernel_path, "the kernels that ran: scalar, avx2, avx512 or neon")
       .def_readonly("timings", &Result::timings, "seconds per stage: load_s, preprocess_s, vision_s, prefill_s, decode_s")
       .def("to_dict", [](const Result& r) {
         return py::dict(py::arg("text") = r.text, py::arg("token_ids") = r.token_ids,

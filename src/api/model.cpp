@@ -33,14 +33,14 @@ namespace {
 
 KernelPath kernel_path_named(const char* name) {
   if (!name || !*name) return best_kernel_path();
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+  for (KernelPath p : kAllKernelPaths)
     if (std::string(name) == kernel_path_name(p)) {
       if (!kernel_path_supported(p))
         throw unsupported(std::string("kernel path ") + name + ": this CPU cannot run it (it runs: " +
                           smolvlm_supported_kernel_paths() + ")");
       return p;
     }
-  throw bad_input(std::string("kernel path \"") + name + "\": expected scalar, avx2 or avx512");
+  throw bad_input(std::string("kernel path \"") + name + "\": expected scalar, avx2, avx512 or neon");
 }
 
 int thread_count(int32_t asked) {

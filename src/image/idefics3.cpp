@@ -76,12 +76,17 @@ void region_to_rgb_chw(const uint8_t* p, int64_t stride, int64_t w, int64_t h, i
   uint8_t* r_plane = out;
   uint8_t* g_plane = out + n;
   uint8_t* b_plane = out + 2 * n;
-  const bool avx2 = active_kernel_path() != KernelPath::Scalar;
+  const KernelPath path = active_kernel_path();
+  [[maybe_unused]] const bool avx2 = path == KernelPath::Avx2 || path == KernelPath::Avx512;
   for (int64_t y = 0; y < h; ++y, p += stride) {
     const int64_t o = y * w;
+#if SMOLVLM_HAVE_X86_KERNELS
     if (ch == 3 && avx2) {
       resample_detail::rgb_to_planes_avx2(p, w, r_plane + o, g_plane + o, b_plane + o);
-    } else if (ch == 3) {
+      continue;
+    }
+#endif
+    if (ch == 3) {
       for (int64_t x = 0; x < w; ++x) {
         r_plane[o + x] = p[3 * x];
         g_plane[o + x] = p[3 * x + 1];

@@ -149,9 +149,13 @@ void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows
   }
 }
 
-// The AVX2 kernels run on every vector path (avx2, avx512); the path is the kernels' run-time choice
-// (SMOLVLM_KERNELS / set_kernel_path), so tests can force each one.
-bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
+// The AVX2 kernels run on both x86 vector paths (avx2, avx512); the path is the kernels' run-time
+// choice (SMOLVLM_KERNELS / set_kernel_path), so tests can force each one. Other builds resample with
+// the portable loops (the same integers, so the same bytes).
+bool use_avx2() {
+  const KernelPath p = active_kernel_path();
+  return SMOLVLM_HAVE_X86_KERNELS && (p == KernelPath::Avx2 || p == KernelPath::Avx512);
+}
 
 thread_local int t_resize_threads = 0;  // 0: the default
 
@@ -247,12 +251,13 @@ class HorizontalPass {
   }
 
   // Rows [row0, row0 + rows) of `in` (in_h rows in all) into `out` (rows x out_w x ch).
-  void run(const uint8_t* in, int64_t in_h, int64_t row0, int64_t rows, uint8_t* out) const {
+  void run(const uint8_t* in, [[maybe_unused]] int64_t in_h, int64_t row0, int64_t rows, uint8_t* out) const {
     if (k_.channels == 0) {
       if (ch_ == 3) return horizontal_pass<3>(in, in_w_, row0, rows, ax_, out_w_, out, ch_);
       if (ch_ == 1) return horizontal_pass<1>(in, in_w_, row0, rows, ax_, out_w_, out, ch_);
       return horizontal_pass<0>(in, in_w_, row0, rows, ax_, out_w_, out, ch_);
     }
+#if SMOLVLM_HAVE_X86_KERNELS  // k_ is set up only on the x86 vector paths
     // The kernel reads k_.read_end bytes from each row start: rows too near the end of the buffer go
     // through a zero-padded copy.
     const int64_t row_bytes = in_w_ * ch_, total = in_h * row_bytes;
@@ -265,6 +270,7 @@ class HorizontalPass {
       std::memcpy(padded.data(), in + (row0 + y) * row_bytes, static_cast<size_t>(row_bytes));
       resample_detail::horizontal_rows_avx2(k_, padded.data(), row_bytes, 1, out + y * out_w_ * ch_);
     }
+#endif
   }
 
  private:
@@ -306,7 +312,11 @@ class Resizer {
   void run(const uint8_t* in, int64_t y0, int64_t y1, uint8_t* out, const std::function<void(int64_t)>* wait) const {
     constexpr int64_t kBand = 16;
     const int64_t out_row = out_w_ * ch_, in_row = in_w_ * ch_;
+#if SMOLVLM_HAVE_X86_KERNELS
     auto* vfn = avx2_ ? resample_detail::convolve_rows_avx2 : resample_detail::convolve_rows;
+#else
+    auto* vfn = resample_detail::convolve_rows;
+#endif
     std::vector<uint8_t> strip;
     int64_t s0 = 0, s1 = 0;  // horizontal rows [s0, s1) held in `strip`
     for (int64_t y = y0; y < y1; y += kBand) {

@@ -4,6 +4,11 @@
 #include <cstdlib>
 #include <string>
 
+#if SMOLVLM_HAVE_NEON_KERNELS && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "core/error.h"
 
 namespace smolvlm {
@@ -12,7 +17,7 @@ namespace {
 
 CpuFeatures detect() {
   CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
+#if SMOLVLM_HAVE_X86_KERNELS
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
@@ -27,6 +32,11 @@ CpuFeatures detect() {
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   f.avx512bf16 = f.avx512f && ((a >> 5) & 1);
 #endif
+#if SMOLVLM_HAVE_NEON_KERNELS && defined(__linux__)
+  f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#elif SMOLVLM_HAVE_NEON_KERNELS
+  f.neon = true;  // every aarch64 (Apple M-series included) has Advanced SIMD
+#endif
   return f;
 }
 
@@ -34,10 +44,9 @@ std::atomic<int> g_forced{-1};      // set_kernel_path(), -1 when not set
 thread_local int t_scoped_path = -1;  // the innermost ScopedKernelPath of this thread, -1 when none
 
 KernelPath parse_path(const std::string& s) {
-  if (s == "scalar") return KernelPath::Scalar;
-  if (s == "avx2") return KernelPath::Avx2;
-  if (s == "avx512") return KernelPath::Avx512;
-  throw bad_input("SMOLVLM_KERNELS=" + s + ": unknown kernel path (scalar, avx2, avx512)");
+  for (KernelPath p : kAllKernelPaths)
+    if (s == kernel_path_name(p)) return p;
+  throw bad_input("SMOLVLM_KERNELS=" + s + ": unknown kernel path (scalar, avx2, avx512, neon)");
 }
 
 }  // namespace
@@ -52,6 +61,7 @@ const char* kernel_path_name(KernelPath p) {
     case KernelPath::Scalar: return "scalar";
     case KernelPath::Avx2: return "avx2";
     case KernelPath::Avx512: return "avx512";
+    case KernelPath::Neon: return "neon";
   }
   return "?";
 }
@@ -62,13 +72,14 @@ bool kernel_path_supported(KernelPath p) {
     case KernelPath::Scalar: return true;
     case KernelPath::Avx2: return f.avx2 && f.fma && f.f16c;
     case KernelPath::Avx512: return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c;
+    case KernelPath::Neon: return f.neon;
   }
   return false;
 }
 
 std::vector<KernelPath> supported_kernel_paths() {
   std::vector<KernelPath> v;
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+  for (KernelPath p : kAllKernelPaths)
     if (kernel_path_supported(p)) v.push_back(p);
   return v;
 }

@@ -1,21 +1,39 @@
 // CPU features, detected once, and the kernel path in use. The path is chosen at run time (never at
-// build time): the best the CPU supports, or the one forced with SMOLVLM_KERNELS=scalar|avx2|avx512,
+// build time): the best the CPU supports, or the one forced with SMOLVLM_KERNELS=scalar|avx2|avx512|neon,
 // set_kernel_path() (process-wide: tests and `smolvlm check` force every path the machine can run) or
 // a ScopedKernelPath (the calling thread only: two models in one process may run different paths).
 #pragma once
 
 #include <vector>
 
+// The instruction sets this build has kernel files for (cmake/isa.cmake compiles *_avx2.cpp and
+// *_avx512.cpp on x86-64 only): code that calls into those files is compiled only where they are.
+#if defined(__x86_64__)
+#define SMOLVLM_HAVE_X86_KERNELS 1
+#else
+#define SMOLVLM_HAVE_X86_KERNELS 0
+#endif
+// *_neon.cpp: aarch64 only (Advanced SIMD is part of Armv8.0, so no flag and no feature check).
+#if defined(__aarch64__)
+#define SMOLVLM_HAVE_NEON_KERNELS 1
+#else
+#define SMOLVLM_HAVE_NEON_KERNELS 0
+#endif
+
 namespace smolvlm {
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512bf16 = false;
+  bool neon = false;  // aarch64 Advanced SIMD (asimd)
 };
 const CpuFeatures& cpu_features();
 
-enum class KernelPath { Scalar, Avx2, Avx512 };
-const char* kernel_path_name(KernelPath p);          // "scalar", "avx2", "avx512"
+enum class KernelPath { Scalar, Avx2, Avx512, Neon };
+// Every path there is, in order of preference on its architecture (scalar first).
+inline constexpr KernelPath kAllKernelPaths[] = {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512,
+                                                 KernelPath::Neon};
+const char* kernel_path_name(KernelPath p);          // "scalar", "avx2", "avx512", "neon"
 bool kernel_path_supported(KernelPath p);
 std::vector<KernelPath> supported_kernel_paths();    // every path this CPU can run, scalar first
 KernelPath best_kernel_path();

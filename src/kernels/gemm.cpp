@@ -175,10 +175,6 @@ struct PathKernels {
                int64_t ldy, int64_t n0, int64_t n1);
 };
 
-// The kernels of each path, by KernelPath value. Only addresses: no other file's tables are read.
-const PathKernels kPathKernels[] = {
-    {nullptr, linear_rows}, {&gemm::gemm_kernels_avx2(), linear_rows}, {&gemm::gemm_kernels_avx512(), linear_rows}};
-
 // The deliberately broken kernels of set_kernel_fault_injection(): each adds kFault to the first
 // element it writes, as a miscompiled kernel might. The hook is read only where a path's kernels are
 // chosen (path_kernels), never inside the products.
@@ -214,16 +210,29 @@ struct FaultyKernels {
   }
 };
 
-const PathKernels& faulty_path_kernels(KernelPath path) {
-  static const PathKernels faulty[] = {{nullptr, faulty_rows},
-                                       {FaultyKernels<gemm::gemm_kernels_avx2>::table(), faulty_rows},
-                                       {FaultyKernels<gemm::gemm_kernels_avx512>::table(), faulty_rows}};
-  return faulty[static_cast<int>(path)];
+// The ISA kernels of a path, or their faulty versions. Null for the scalar path and for a path this
+// build has no kernel files for (never active: kernel_path_supported() is false for it).
+template <const gemm::GemmKernels& (*Real)()>
+const gemm::GemmKernels* isa_kernels(bool faulty) {
+  return faulty ? FaultyKernels<Real>::table() : &Real();
 }
 
-const PathKernels& path_kernels(KernelPath path) {
-  if (kernel_fault_injection()) return faulty_path_kernels(path);
-  return kPathKernels[static_cast<int>(path)];
+const gemm::GemmKernels* simd_kernels(KernelPath path, [[maybe_unused]] bool faulty) {
+  switch (path) {
+#if SMOLVLM_HAVE_X86_KERNELS
+    case KernelPath::Avx2: return isa_kernels<gemm::gemm_kernels_avx2>(faulty);
+    case KernelPath::Avx512: return isa_kernels<gemm::gemm_kernels_avx512>(faulty);
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+    case KernelPath::Neon: return isa_kernels<gemm::gemm_kernels_neon>(faulty);
+#endif
+    default: return nullptr;
+  }
+}
+
+PathKernels path_kernels(KernelPath path) {
+  const bool faulty = kernel_fault_injection();
+  return {simd_kernels(path, faulty), faulty ? faulty_rows : linear_rows};
 }
 
 }  // namespace
@@ -360,7 +369,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
                     std::to_string(w.rows_) + ", K " + std::to_string(K) + " of " + std::to_string(w.cols_) +
                     ", ldx " + std::to_string(ldx) + ", ldy " + std::to_string(ldy) + ")");
   if (M == 0 || N == 0) return;
-  const PathKernels& path = path_kernels(active_kernel_path());
+  const PathKernels path = path_kernels(active_kernel_path());
   const gemm::GemmKernels* kern = path.simd;
   if ((kern ? kern->kc : 0) != w.kc_ || (kern ? kern->nr : 0) != w.nr_)
     throw state_error("linear_packed: the weight was packed for another kernel path");
@@ -434,7 +443,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  const PathKernels& path = path_kernels(pool.task_kernel_path());
+  const PathKernels path = path_kernels(pool.task_kernel_path());
   if (path.simd)
     linear_simd(*path.simd, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition

@@ -47,5 +47,6 @@ struct GemmKernels {
 
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
+const GemmKernels& gemm_kernels_neon();
 
 }  // namespace smolvlm::gemm

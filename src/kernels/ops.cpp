@@ -9,10 +9,51 @@ namespace smolvlm {
 
 namespace {
 
-// The AVX2 loops run on every vector path (avx2, avx512). Ops given a pool follow the pool's task
-// path (kernels/thread_pool.h); the others run on the calling thread's.
-bool use_avx2() { return active_kernel_path() != KernelPath::Scalar; }
-bool use_avx2(const ThreadPool& pool) { return pool.task_kernel_path() != KernelPath::Scalar; }
+// The vector loops of one instruction set (ops.h, detail): the AVX2 ones run on both x86 paths
+// (avx2, avx512), the NEON ones on neon.
+struct VectorOps {
+  decltype(&detail::dot_rows_avx2) dot_rows;
+  decltype(&detail::weighted_sum_rows_avx2) weighted_sum_rows;
+  decltype(&detail::add_inplace_avx2) add_inplace;
+  decltype(&detail::rms_norm_row_avx2) rms_norm_row;
+  decltype(&detail::layer_norm_row_avx2) layer_norm_row;
+  decltype(&detail::gelu_tanh_avx2) gelu_tanh;
+  decltype(&detail::silu_mul_avx2) silu_mul;
+  decltype(&detail::scale_max_avx2) scale_max;
+  decltype(&detail::exp_sum_avx2) exp_sum;
+  decltype(&detail::scale_avx2) scale;
+};
+
+#if SMOLVLM_HAVE_X86_KERNELS
+constexpr VectorOps kAvx2Ops{detail::dot_rows_avx2,     detail::weighted_sum_rows_avx2, detail::add_inplace_avx2,
+                             detail::rms_norm_row_avx2, detail::layer_norm_row_avx2,    detail::gelu_tanh_avx2,
+                             detail::silu_mul_avx2,     detail::scale_max_avx2,         detail::exp_sum_avx2,
+                             detail::scale_avx2};
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+constexpr VectorOps kNeonOps{detail::dot_rows_neon,     detail::weighted_sum_rows_neon, detail::add_inplace_neon,
+                             detail::rms_norm_row_neon, detail::layer_norm_row_neon,    detail::gelu_tanh_neon,
+                             detail::silu_mul_neon,     detail::scale_max_neon,         detail::exp_sum_neon,
+                             detail::scale_neon};
+#endif
+
+// The vector loops of a path; null for the scalar path (the reference loops) and for any path this
+// build has no kernel files for (never active). Ops given a pool follow the pool's task path
+// (kernels/thread_pool.h); the others run on the calling thread's.
+const VectorOps* vector_ops(KernelPath path) {
+  switch (path) {
+#if SMOLVLM_HAVE_X86_KERNELS
+    case KernelPath::Avx2:
+    case KernelPath::Avx512: return &kAvx2Ops;
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+    case KernelPath::Neon: return &kNeonOps;
+#endif
+    default: return nullptr;
+  }
+}
+const VectorOps* vector_ops() { return vector_ops(active_kernel_path()); }
+const VectorOps* vector_ops(const ThreadPool& pool) { return vector_ops(pool.task_kernel_path()); }
 
 void rms_norm_row(const float* x, int64_t dim, const float* weight, float eps, float* y) {
   double sum_sq = 0.0;
@@ -43,11 +84,11 @@ int64_t row_grain(int64_t dim) { return std::max<int64_t>(1, kElementGrain / std
 
 void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, const float* bias, float eps,
                 float* y, ThreadPool& pool) {
-  const bool avx2 = use_avx2(pool);
+  const VectorOps* v = vector_ops(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      if (avx2)
-        detail::layer_norm_row_avx2(x + r * dim, dim, weight, bias, eps, y + r * dim);
+      if (v)
+        v->layer_norm_row(x + r * dim, dim, weight, bias, eps, y + r * dim);
       else
         layer_norm_row(x + r * dim, dim, weight, bias, eps, y + r * dim);
     }
@@ -56,11 +97,11 @@ void layer_norm(const float* x, int64_t rows, int64_t dim, const float* weight, 
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float eps, float* y,
               ThreadPool& pool) {
-  const bool avx2 = use_avx2(pool);
+  const VectorOps* v = vector_ops(pool);
   pool.parallel_for(rows, row_grain(dim), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      if (avx2)
-        detail::rms_norm_row_avx2(x + r * dim, dim, weight, eps, y + r * dim);
+      if (v)
+        v->rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
       else
         rms_norm_row(x + r * dim, dim, weight, eps, y + r * dim);
     }
@@ -68,25 +109,25 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, fl
 }
 
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2(pool);
+  const VectorOps* v = vector_ops(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
-    if (avx2) return detail::gelu_tanh_avx2(x + i0, i1 - i0);
+    if (v) return v->gelu_tanh(x + i0, i1 - i0);
     gelu_tanh_reference(x + i0, i1 - i0);
   });
 }
 
 void silu_mul(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2(pool);
+  const VectorOps* v = vector_ops(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
-    if (avx2) return detail::silu_mul_avx2(gate + i0, up + i0, i1 - i0);
+    if (v) return v->silu_mul(gate + i0, up + i0, i1 - i0);
     silu_mul_reference(gate + i0, up + i0, i1 - i0);
   });
 }
 
 void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
-  const bool avx2 = use_avx2(pool);
+  const VectorOps* v = vector_ops(pool);
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
-    if (avx2) return detail::add_inplace_avx2(y + i0, x + i0, i1 - i0);
+    if (v) return v->add_inplace(y + i0, x + i0, i1 - i0);
     add_inplace_reference(y + i0, x + i0, i1 - i0);
   });
 }
@@ -140,20 +181,20 @@ int64_t argmax(const float* x, int64_t n) {
 }
 
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
-  if (use_avx2()) return detail::dot_rows_avx2(q, k, stride, n, D, scores);
+  if (const VectorOps* v = vector_ops()) return v->dot_rows(q, k, stride, n, D, scores);
   dot_rows_reference(q, k, stride, n, D, scores);
 }
 
 void scaled_softmax(float* x, int64_t n, float scale) {
-  if (use_avx2()) {
-    const float max_value = detail::scale_max_avx2(x, n, scale);
-    return detail::scale_avx2(x, n, 1.0f / detail::exp_sum_avx2(x, n, max_value));
+  if (const VectorOps* v = vector_ops()) {
+    const float max_value = v->scale_max(x, n, scale);
+    return v->scale(x, n, 1.0f / v->exp_sum(x, n, max_value));
   }
   scaled_softmax_reference(x, n, scale);
 }
 
 void weighted_sum_rows(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out) {
-  if (use_avx2()) return detail::weighted_sum_rows_avx2(p, v, stride, n, D, out);
+  if (const VectorOps* ops = vector_ops()) return ops->weighted_sum_rows(p, v, stride, n, D, out);
   weighted_sum_rows_reference(p, v, stride, n, D, out);
 }
 

@@ -1,5 +1,5 @@
 // Element-wise and row-wise kernels of the models (norms, activations, RoPE, softmax, argmax), fp32.
-// Each has a plain scalar version and, where the work is large enough to matter, an AVX2 version;
+// Each has a plain scalar version and, where the work is large enough to matter, an AVX2 and a NEON version;
 // the one used follows the pool's task path (ThreadPool::task_kernel_path()) for ops given a pool,
 // else the calling thread's active_kernel_path() (kernels/cpu.h). Every function processes whole
 // rows itself, so results never depend on how callers split rows across threads.
@@ -86,6 +86,17 @@ float scale_max_avx2(float* x, int64_t n, float scale);
 // x[j] = exp(x[j] - max_value) for j < n; returns the sum.
 float exp_sum_avx2(float* x, int64_t n, float max_value);
 void scale_avx2(float* x, int64_t n, float scale);
+// The NEON versions (ops_neon.cpp, aarch64 builds), the same contracts.
+void dot_rows_neon(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum_rows_neon(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
+void add_inplace_neon(float* y, const float* x, int64_t n);
+void rms_norm_row_neon(const float* x, int64_t dim, const float* weight, float eps, float* y);
+void layer_norm_row_neon(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y);
+void gelu_tanh_neon(float* x, int64_t n);
+void silu_mul_neon(float* gate, const float* up, int64_t n);
+float scale_max_neon(float* x, int64_t n, float scale);
+float exp_sum_neon(float* x, int64_t n, float max_value);
+void scale_neon(float* x, int64_t n, float scale);
 }  // namespace detail
 
 }  // namespace smolvlm

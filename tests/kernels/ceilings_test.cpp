@@ -30,17 +30,18 @@ constexpr bool kInstrumented = false;
 constexpr bool kInstrumented = false;
 #endif
 
-// No x86 core runs faster than this, nor does more per cycle than the widths below (2 FMA pipes).
+// No core runs faster than this, nor does more per cycle than the widths below (x86: 2 FMA pipes;
+// NEON: 4 pipes of 4 lanes, as Apple M-series and Neoverse V cores have).
 constexpr double kMaxGhz = 6.5;
 double max_gflops_per_thread(KernelPath p) {
-  const double flops_per_cycle = p == KernelPath::Avx512 ? 64 : p == KernelPath::Avx2 ? 32 : 4;
+  const double flops_per_cycle = p == KernelPath::Avx512 ? 64 : p == KernelPath::Avx2 || p == KernelPath::Neon ? 32 : 4;
   return flops_per_cycle * kMaxGhz;
 }
 
 TEST(Ceilings, FmaPeakIsPlausibleAndTheVectorPathsOutrunScalar) {
   ThreadPool pool(2);
   const double scalar = measure_fma_peak_gflops(KernelPath::Scalar, pool, 0.05);
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
+  for (KernelPath p : kAllKernelPaths) {
     if (!kernel_path_supported(p)) {
       EXPECT_THROW(measure_fma_peak_gflops(p, pool, 0.01), Error) << kernel_path_name(p);
       continue;

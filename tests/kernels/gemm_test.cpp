@@ -295,7 +295,7 @@ TEST(Linear, SharedInputRefusesWeightsOfDifferentWidths) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, LinearPathTest,
-                         ::testing::Values(KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512),
+                         ::testing::ValuesIn(kAllKernelPaths),
                          [](const ::testing::TestParamInfo<KernelPath>& info) {
                            return std::string(kernel_path_name(info.param));
                          });
@@ -431,7 +431,7 @@ struct ProcessPathReset {
 
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {
   const ProcessPathReset reset;
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
+  for (KernelPath p : kAllKernelPaths) {
     if (kernel_path_supported(p)) {
       set_kernel_path(p);
       EXPECT_EQ(active_kernel_path(), p);

@@ -52,7 +52,7 @@ TEST(ScopedKernelPath, OverridesTheProcessPathAndNests) {
 }
 
 TEST(ScopedKernelPath, RefusesAPathTheCpuCannotRun) {
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512}) {
+  for (KernelPath p : kAllKernelPaths) {
     if (kernel_path_supported(p)) continue;
     const KernelPath before = active_kernel_path();
     try {

@@ -518,7 +518,7 @@ TEST_P(OpsTable, EveryOpMatchesItsReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, OpsTable, ::testing::Values(KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512),
+INSTANTIATE_TEST_SUITE_P(Paths, OpsTable, ::testing::ValuesIn(kAllKernelPaths),
                          [](const ::testing::TestParamInfo<KernelPath>& info) {
                            return std::string(kernel_path_name(info.param));
                          });
