@@ -61,6 +61,26 @@ for (const batch of [true, false]) {
 // (its prefill runs in --prefill-chunk calls between their steps: their longest gap between pieces
 // is reported). Then the HTTP overhead per request.
 const ttft = (r) => (r.first - r.start) / 1000;
+// A 400 x 300 picture (24-bit BMP): it fits one 512-pixel tile, so its request runs the vision tower once.
+function oneTileBmpUrl(seed = 0) {
+  const w = 400, h = 300, row = w * 3, size = 54 + row * h;
+  const b = Buffer.alloc(size);
+  b.write("BM", 0);
+  b.writeUInt32LE(size, 2);
+  b.writeUInt32LE(54, 10);
+  b.writeUInt32LE(40, 14);
+  b.writeInt32LE(w, 18);
+  b.writeInt32LE(h, 22);
+  b.writeUInt16LE(1, 26);
+  b.writeUInt16LE(24, 28);
+  b.writeUInt32LE(row * h, 34);
+  for (let y = 0; y < h; ++y)
+    for (let x = 0; x < w; ++x) {
+      const o = 54 + y * row + x * 3;
+      b[o] = (x * 255) / w, b[o + 1] = (y * 255) / h, b[o + 2] = (((x + y) * 127) / (w + h) + seed * 40) & 255;
+    }
+  return "data:image/bmp;base64," + b.toString("base64");
+}
 const image = (q, extra = {}) => ({ messages: imageMessage(q), max_tokens: 4, temperature: 0, ...extra });
 const s = await startServer(["--parallel", "4", "--ctx", "4096"], { model, threads });
 try {
@@ -79,12 +99,13 @@ try {
 const busyServer = await startServer(["--parallel", "4", "--ctx", "4096"], { model, threads });
 try {
   await stream(busyServer.url, textBody(98));
+  const alone = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl(1)), max_tokens: 4, temperature: 0 });
   const others = Array.from({ length: 3 }, (_, i) => stream(busyServer.url, { ...textBody(i), max_tokens: 300 }));
   await new Promise((r) => setTimeout(r, 1500));
-  const busy = await stream(busyServer.url, image("Describe this image."));
+  const busy = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl()), max_tokens: 4, temperature: 0 });
   const bg = await Promise.all(others);
   const during = bg.map((r) => Math.max(0, ...r.gaps.filter((g) => g.at > busy.start && g.at <= busy.first + 1).map((g) => g.ms)));
-  console.log(JSON.stringify({ ttft_cold_image_with_3_decoding_s: ttft(busy), image_tiles: busy.engine.image_tiles,
+  console.log(JSON.stringify({ ttft_cold_one_tile_image_alone_s: ttft(alone), ttft_cold_one_tile_image_with_3_decoding_s: ttft(busy), image_tiles: busy.engine.image_tiles,
     vision_s: busy.engine.timings.vision_s, prefill_s: busy.engine.timings.prefill_s,
     others_longest_gap_during_it_ms: during, others_median_gap_ms: bg.map((r) => median(r.gaps.map((g) => g.ms))),
     others_still_decoding: bg.every((r) => r.end > busy.first) }));

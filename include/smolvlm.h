@@ -80,6 +80,9 @@ typedef struct smolvlm_model_options {
   /* 0: read the configs and the tokenizer only, not the weights: enough to tokenize, render prompts
    * and describe the model; generating is then SMOLVLM_ERR_STATE. Default 1. */
   int32_t load_weights;
+  /* Images whose vision output is kept for later requests with the same pixels (the tower is then
+   * skipped: the same features, exactly); 0 keeps none. Default 8. */
+  int32_t vision_cache_images;
 } smolvlm_model_options;
 
 SMOLVLM_API void smolvlm_model_options_init(smolvlm_model_options* options);

@@ -80,6 +80,7 @@ void smolvlm_model_options_init(smolvlm_model_options* o) {
   *o = smolvlm_model_options{};
   o->struct_size = sizeof(*o);
   o->load_weights = 1;
+  o->vision_cache_images = 8;
 }
 
 smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* options, smolvlm_model** out) {
@@ -92,6 +93,8 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     m->threads = thread_count(o.threads);
     m->kernel_path = kernel_path_named(o.kernel_path);
     if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
+    if (o.vision_cache_images < 0)
+      throw bad_input("vision_cache_images must be >= 0, got " + std::to_string(o.vision_cache_images));
     m->dir = resolve_model_dir(ref ? ref : "");
     const auto dir = m->dir;
     m->config = load_model_config(dir);
@@ -101,6 +104,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     if (o.load_weights) {
       const ScopedKernelPath path(m->kernel_path);
       m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config));
+      m->model->vision_cache().set_max_entries(static_cast<size_t>(o.vision_cache_images));
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
     } else {
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;

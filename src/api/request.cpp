@@ -140,7 +140,11 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
   std::optional<ThreadPool> request_pool;
   if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path);
   const Model& model = m.weights();
-  PreparedPrompt prompt = prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool);
+  // In a decode group, the image is encoded between the group's steps, one stage at a time.
+  ChunkRunner between_steps;
+  if (session) between_steps = [session](const std::function<void()>& work) { session->session.between_steps(work); };
+  PreparedPrompt prompt =
+      prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool, between_steps);
   const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
   Session* s = nullptr;
   std::optional<Session> request_session;
@@ -261,7 +265,10 @@ smolvlm_status smolvlm_session_prefill_request(smolvlm_session* session, const s
     const smolvlm_request req = capi::read_struct(request, default_request(), "smolvlm_request");
     smolvlm_model& m = session->model;
     const PromptInput input = capi::prompt_input(req);
-    PreparedPrompt prompt = prepare_prompt(m.weights(), [&m]() -> const TextAssets& { return m.text_assets(); }, input, session->pool);
+    PreparedPrompt prompt = prepare_prompt(m.weights(), [&m]() -> const TextAssets& { return m.text_assets(); }, input,
+                                           session->pool, [session](const std::function<void()>& work) {
+                                             session->session.between_steps(work);
+                                           });
     const double prefill = prefill_prompt(session->session, prompt, {0, req.prefill_chunk, input.dump_dir});
     if (timings)
       *timings = {prompt.timings.load, prompt.timings.preprocess, prompt.timings.vision, prompt.timings.prefill + prefill, 0};

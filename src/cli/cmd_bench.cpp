@@ -104,6 +104,7 @@ int run_bench(const BenchArgs& a) {
   smolvlm_model_options mo;
   smolvlm_model_options_init(&mo);
   mo.threads = a.threads;
+  mo.vision_cache_images = 0;  // every vision pass timed runs the tower (the same image each time)
   std::optional<bench::OpenBlasSgemm> blas;
   if (!a.skip_ceilings) blas.emplace(a.threads);
 

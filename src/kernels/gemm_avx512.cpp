@@ -6,10 +6,11 @@
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemm_simd.h"
 
-// GCC 12 reports the intrinsics' own "undefined" pass-through operands as maybe uninitialized once
-// their results are kept in arrays of vectors (the four-row products below); they are never read.
+// GCC 12 reports the intrinsics' own "undefined" pass-through operands (in _mm512_reduce_add_ps, in
+// arrays of vectors as in the four-row products below) as uninitialized; they are never read.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace smolvlm::gemm {
@@ -332,6 +333,30 @@ struct QuantRow512 {
   }
 };
 
+// The sum of v's 16 lanes as a tree: lanes i and i+8, then i and i+4, i and i+2, i and i+1. Spelled
+// out (not _mm512_reduce_add_ps, whose order is the compiler's) so that sum4 below, which reduces four
+// vectors at once in fewer instructions, gives each of them exactly this result.
+inline float sum16(__m512 v) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// sum16 of v0..v3 into out[0..3], the same pairs of lanes added in the same order.
+inline void sum4(__m512 v0, __m512 v1, __m512 v2, __m512 v3, float* out) {
+  // [v0.lo8 | v1.lo8] + [v0.hi8 | v1.hi8]: lanes i and i+8 of both.
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xee));
+  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x44), _mm512_shuffle_f32x4(v2, v3, 0xee));
+  // 128-bit chunks [v0a v0b v1a v1b] and [v2a v2b v3a v3b]: a + b of each vector (lanes i and i+4).
+  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xdd));
+  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, 0x4e));  // lanes i and i+2
+  const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, 0xb1));  // lanes i and i+1
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s1);
+  out[0] = lanes[0], out[1] = lanes[4], out[2] = lanes[8], out[3] = lanes[12];
+}
+
 // 16 consecutive dense weight elements starting at element idx, as fp32 (exact conversions).
 template <WeightFormat FMT>
 inline __m512 load16(const void* base, int64_t idx) {
@@ -361,22 +386,91 @@ float dot_row512(const float* x, const void* w, int64_t offset, int64_t K) {
     a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), load16<FMT>(w, offset + k + 48), a3);
   }
   for (; k + 16 <= K; k += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w, offset + k), a0);
-  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  float s = sum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
   for (; k < K; ++k) s += x[k] * load1<FMT>(w, offset + k);
   return s;
 }
 
+// dot_row512 of R rows of x (K floats apart) with one weight row, each weight vector converted once
+// for all R: batched decode pays the conversion once per step, not once per sequence. Row r gets
+// exactly dot_row512's operations, so a sequence's result does not depend on its batch.
+template <WeightFormat FMT, int R>
+[[gnu::always_inline]] inline void dot_rows512(const float* x, const void* w, int64_t offset, int64_t K, float* out) {
+  __m512 a[R][4];
+  for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = a[r][2] = a[r][3] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 64 <= K; k += 64) {
+    const __m512 w0 = load16<FMT>(w, offset + k), w1 = load16<FMT>(w, offset + k + 16);
+    const __m512 w2 = load16<FMT>(w, offset + k + 32), w3 = load16<FMT>(w, offset + k + 48);
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * K + k;
+      a[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), w0, a[r][0]);
+      a[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 16), w1, a[r][1]);
+      a[r][2] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 32), w2, a[r][2]);
+      a[r][3] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 48), w3, a[r][3]);
+    }
+  }
+  for (; k + 16 <= K; k += 16) {
+    const __m512 w0 = load16<FMT>(w, offset + k);
+    for (int r = 0; r < R; ++r) a[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * K + k), w0, a[r][0]);
+  }
+  __m512 total[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int r = 0; r < R; ++r) total[r] = _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3]));
+  float sums[4];
+  sum4(total[0], total[1], total[2], total[3], sums);
+  for (int r = 0; r < R; ++r) {
+    float s = sums[r];
+    for (int64_t t = k; t < K; ++t) s += x[r * K + t] * load1<FMT>(w, offset + t);
+    out[r] = s;
+  }
+}
+
+// gemv_range for several rows of x: the rows in passes of up to four per weight row (the weight row
+// stays in L1 between passes).
+template <WeightFormat FMT>
+void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, N = w.rows;
+  x = aligned_input(x, M * K);
+  const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
+  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
+  for (int64_t n = n0; n < n1; ++n) {
+    if (n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
+    for (int64_t m = 0; m < M; m += 4) {
+      float s[4];
+      const float* xm = x + m * K;
+      switch (std::min<int64_t>(4, M - m)) {
+        case 4: dot_rows512<FMT, 4>(xm, w.data, n * K, K, s); break;
+        case 3: dot_rows512<FMT, 3>(xm, w.data, n * K, K, s); break;
+        case 2: dot_rows512<FMT, 2>(xm, w.data, n * K, K, s); break;
+        default: s[0] = dot_row512<FMT>(xm, w.data, n * K, K); break;
+      }
+      for (int64_t i = 0; i < std::min<int64_t>(4, M - m); ++i) y[(m + i) * N + n] = bias ? s[i] + bias[n] : s[i];
+    }
+  }
+}
+
 void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   if (weight_format_is_quantized(w.format)) {
-    gemv_small_m<QuantRow512>(x, M, w, bias, y, n0, n1);
+    // The quantized row products take up to kGemvMaxM rows of x; more go in groups of that many
+    // (the weight rows of a task are read again from cache).
+    for (int64_t m = 0; m < M; m += kGemvMaxM)
+      gemv_small_m<QuantRow512>(x + m * w.cols, std::min<int64_t>(kGemvMaxM, M - m), w, bias, y + m * w.rows, n0, n1);
     return;
   }
-  with_format(w.format, [&]<WeightFormat FMT>() { gemv_range<FMT, dot_row512<FMT>>(x, M, w, bias, y, n0, n1); });
+  with_format(w.format, [&]<WeightFormat FMT>() {
+    if (M == 1)
+      gemv_range<FMT, dot_row512<FMT>>(x, M, w, bias, y, n0, n1);
+    else
+      gemv_rows512<FMT>(x, M, w, bias, y, n0, n1);
+  });
 }
 
 GemmKernels make_kernels() {
   GemmKernels k = KernelSet<kMr, kNr, kKc, micro_8x32, QuantRow512>::table("avx512");
   k.gemv = gemv512;
+  // Up to 8 rows (a batched decode step of 8 sequences) stream the weights once, each row exactly as
+  // alone; the dense rows share each converted weight vector four at a time (gemv_rows512).
+  k.gemv_max_m = 8;
   return k;
 }
 

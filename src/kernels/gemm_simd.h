@@ -267,9 +267,21 @@ inline void prefetch_row(const WeightRef& w, int64_t n) {
 // from L1.
 using DenseDot = float (*)(const float* x, const void* w, int64_t offset, int64_t K);
 
+// x as 64-byte aligned rows: every weight row reads all of x again, and a vector load that crosses a
+// cache line costs two (a 576 x 576 BF16 product in L1 ran 1.8x slower with x 16 bytes off). Copies
+// only when x is not aligned already; the values, and so the results, are the same.
+inline const float* aligned_input(const float* x, int64_t floats) {
+  if ((reinterpret_cast<uintptr_t>(x) & 63) == 0) return x;
+  thread_local AlignedBuffer copy;
+  float* p = copy.get(static_cast<size_t>(floats));
+  std::copy_n(x, floats, p);
+  return p;
+}
+
 template <WeightFormat FMT, DenseDot Dot = dot_row<FMT>>
 void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
+  x = aligned_input(x, M * K);
   // Rows are requested about 9 KB ahead of the one being read: one stream per thread is limited by
   // how many lines the hardware prefetcher keeps in flight, and decode measured 7-10 % faster with
   // this (alternating runs; 4 and 8 rows of 576 BF16 both helped).

@@ -68,10 +68,20 @@ SiglipVision::Scratch::Scratch(const SiglipVision& m) {
 
 void SiglipVision::forward(const float* pixels, int64_t tiles, float* out, Scratch& s, ThreadPool& pool) const {
   const int64_t tile_floats = channels_ * image_size_ * image_size_;
-  for (int64_t t = 0; t < tiles; ++t) encode_tile(pixels + t * tile_floats, out + t * num_patches() * hidden_, s, pool);
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t stage = 0; stage < tile_stages(); ++stage)
+      run_tile_stage(stage, pixels + t * tile_floats, out + t * num_patches() * hidden_, s, pool);
 }
 
-void SiglipVision::encode_tile(const float* pixels, float* h, Scratch& s, ThreadPool& pool) const {
+void SiglipVision::run_tile_stage(int64_t stage, const float* pixels, float* h, Scratch& s, ThreadPool& pool) const {
+  if (stage < 0 || stage >= tile_stages())
+    throw internal_error("SiglipVision: stage " + std::to_string(stage) + " of " + std::to_string(tile_stages()));
+  if (stage == 0) embed_patches(pixels, h, s, pool);
+  else if (stage <= static_cast<int64_t>(layers_.size())) run_layer(layers_[static_cast<size_t>(stage - 1)], h, s, pool);
+  else layer_norm(h, num_patches(), hidden_, post_w_.data(), post_b_.data(), eps_, h, pool);
+}
+
+void SiglipVision::embed_patches(const float* pixels, float* h, Scratch& s, ThreadPool& pool) const {
   const int64_t side = patches_per_side(), P = num_patches(), S = image_size_;
   // Flatten each patch in the conv weight's (channel, row, column) order.
   float* dst = s.patches.data();
@@ -85,9 +95,6 @@ void SiglipVision::encode_tile(const float* pixels, float* h, Scratch& s, Thread
   linear(s.patches.data(), P, patch_w_, patch_b_.data(), h, pool);
   // Full tile: position ids are 0..P-1, so the whole table is added in order.
   add_inplace(h, position_.data(), P * hidden_, pool);
-
-  for (const Layer& layer : layers_) run_layer(layer, h, s, pool);
-  layer_norm(h, P, hidden_, post_w_.data(), post_b_.data(), eps_, h, pool);
 }
 
 void SiglipVision::run_layer(const Layer& l, float* h, Scratch& s, ThreadPool& pool) const {

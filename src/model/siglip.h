@@ -36,13 +36,19 @@ class SiglipVision {
   // pixels: [tiles, 3, S, S] (full tiles, every patch valid); out: [tiles, num_patches, hidden].
   void forward(const float* pixels, int64_t tiles, float* out, Scratch& scratch, ThreadPool& pool) const;
 
+  // One tile as a sequence of stages (patch embedding, each encoder layer, the post-LayerNorm), run in
+  // order 0..tile_stages()-1 into the same `h` [num_patches, hidden]: a caller can run other work
+  // between two stages (a server's decode steps) without changing the result.
+  int64_t tile_stages() const { return static_cast<int64_t>(layers_.size()) + 2; }
+  void run_tile_stage(int64_t stage, const float* pixels, float* h, Scratch& s, ThreadPool& pool) const;
+
  private:
   struct Layer {
     std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
     WeightRef q, k, v, o, fc1, fc2;
     std::vector<float> q_b, k_b, v_b, o_b, fc1_b, fc2_b;
   };
-  void encode_tile(const float* pixels, float* h, Scratch& s, ThreadPool& pool) const;
+  void embed_patches(const float* pixels, float* h, Scratch& s, ThreadPool& pool) const;
   void run_layer(const Layer& layer, float* h, Scratch& s, ThreadPool& pool) const;
 
   int64_t image_size_, patch_, channels_, hidden_, intermediate_, heads_;

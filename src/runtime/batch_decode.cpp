@@ -37,7 +37,8 @@ void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> t
   lead.ensure_buffers(rows);
   text.embed(tokens.data(), rows, lead.x_.data());
   const size_t vocab = static_cast<size_t>(text.vocab());
-  std::vector<float> logits(static_cast<size_t>(rows) * vocab);
+  std::vector<float>& logits = lead.batch_logits_;
+  logits.resize(static_cast<size_t>(rows) * vocab);
   // In groups the products compute row by row exactly as for one row: each stream's logits are
   // bitwise those of decoding it alone, and each group still reads the weights once.
   const int64_t group = std::max<int64_t>(1, linear_row_exact_max());

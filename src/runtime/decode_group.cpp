@@ -68,6 +68,11 @@ void DecodeGroup::between_steps(const Session& caller, const std::function<void(
   if (error) std::rethrow_exception(error);
 }
 
+uint64_t DecodeGroup::steps() const {
+  std::lock_guard lock(mutex_);
+  return steps_;
+}
+
 void DecodeGroup::leave(const Session& session) {
   std::lock_guard lock(mutex_);
   decoding_.erase(&session);

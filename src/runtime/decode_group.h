@@ -38,6 +38,8 @@ class DecodeGroup {
   // streams' steps instead of stalling them, and no two passes compete for the cores. Waits at most
   // `max_turn_wait` for that step (members busy elsewhere), then runs anyway. Rethrows what work threw.
   void between_steps(const Session& caller, const std::function<void()>& work, uint64_t& turn);
+  // Decode batches run so far.
+  uint64_t steps() const;
 
  private:
   struct Step {
@@ -47,7 +49,7 @@ class DecodeGroup {
     std::exception_ptr error;
   };
   const std::chrono::microseconds max_wait_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::set<const Session*> decoding_;  // members between their first decode and leave()
   std::vector<Step*> pending_;

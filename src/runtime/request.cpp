@@ -116,7 +116,7 @@ OJson template_messages(const ModelConfig& cfg, const std::vector<Message>& mess
 // tower. When the tower's own output is to be dumped, all run and nothing is cached. `keys` receives
 // each image's key and feature rows, for the prompt's KV content.
 ImageFeatures image_features(const Model& model, const PreparedImages& images, ThreadPool& pool, bool dumping,
-                             std::vector<KvContent::Image>& keys) {
+                             std::vector<KvContent::Image>& keys, const ChunkRunner& run_chunk) {
   const int64_t S = model.vision().image_size();
   const int64_t tile_floats = 3 * S * S;
   const int64_t tile_rows = model.connector().tokens_per_tile();
@@ -132,7 +132,7 @@ ImageFeatures image_features(const Model& model, const PreparedImages& images, T
     if (dumping) continue;
     std::optional<std::vector<float>> cached = model.vision_cache().find(key);
     if (!cached) {
-      cached = encode_images(model, pixels, n, pool).image_hidden_states;
+      cached = encode_images(model, pixels, n, pool, false, run_chunk).image_hidden_states;
       model.vision_cache().insert(key, *cached);
     }
     features.image_hidden_states.insert(features.image_hidden_states.end(), cached->begin(), cached->end());
@@ -217,7 +217,7 @@ BuiltPrompt render_prompt(const ModelConfig& cfg, const TextAssets& assets, cons
 }
 
 PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets, const PromptInput& input,
-                              ThreadPool& pool) {
+                              ThreadPool& pool, const ChunkRunner& run_chunk) {
   const ModelConfig& cfg = model.config();
   const auto images_in = images_of(input);
   check_input(cfg, input, images_in.size());
@@ -245,7 +245,8 @@ PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets
   const int64_t S = vision.image_size();
   dump(input.dump_dir, "pixel_values", {1, images.tiles, 3, S, S}, images.pixel_values);
   t0 = Clock::now();
-  const ImageFeatures features = image_features(model, images, pool, /*dumping=*/!input.dump_dir.empty(), out.content_images);
+  const ImageFeatures features = image_features(model, images, pool, /*dumping=*/!input.dump_dir.empty(), out.content_images,
+                                                run_chunk);
   out.timings.vision = seconds_since(t0);
   dump(input.dump_dir, "vision_last_hidden", {images.tiles, vision.num_patches(), vision.hidden()},
        features.vision_last_hidden);

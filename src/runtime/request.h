@@ -17,6 +17,7 @@
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "runtime/vision_input.h"
 #include "text/prompt.h"
 
 namespace smolvlm {
@@ -79,10 +80,11 @@ struct PreparedPrompt {
   std::vector<KvContent::Image> content_images;
 };
 
-// Renders and tokenizes the prompt and runs its images through the vision tower. Error(BadInput)
-// for an empty prompt, images given to a text-only model, a raw prompt beside messages, ...
+// Renders and tokenizes the prompt and runs its images through the vision tower, each stage of the
+// tower a chunk for `run_chunk` (runtime/vision_input.h). Error(BadInput) for an empty prompt, images
+// given to a text-only model, a raw prompt beside messages, ...
 PreparedPrompt prepare_prompt(const Model& model, const TextAssetsSource& assets, const PromptInput& input,
-                              ThreadPool& pool);
+                              ThreadPool& pool, const ChunkRunner& run_chunk = {});
 
 // The rendered prompt and its ids, without the weights (images are decoded only to know their tile
 // grids).

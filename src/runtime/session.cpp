@@ -87,8 +87,7 @@ std::span<const float> Session::prefill(std::span<const int64_t> ids) {
     run(rows);
     content_.append_ids(ids);
   };
-  if (group_) group_->between_steps(*this, body, group_turn_);
-  else body();
+  between_steps(body);
   return logits_;
 }
 
@@ -102,13 +101,17 @@ std::span<const float> Session::prefill_embeddings(const float* embeddings, int6
     run(rows);
     content_.append(content, 0, content.size());
   };
-  if (group_) group_->between_steps(*this, body, group_turn_);
-  else body();
+  between_steps(body);
   return logits_;
 }
 
 std::span<const float> Session::prefill_embeddings(const float* embeddings, int64_t rows) {
   return prefill_embeddings(embeddings, rows, KvContent::opaque(rows));
+}
+
+void Session::between_steps(const std::function<void()>& work) {
+  if (group_) group_->between_steps(*this, work, group_turn_);
+  else work();
 }
 
 std::span<const float> Session::decode(int64_t token) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -50,6 +51,10 @@ class Session {
   // `content` says what the rows are (content.size() == rows); without it they match nothing later.
   std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows, const KvContent& content);
   std::span<const float> prefill_embeddings(const float* embeddings, int64_t rows);
+  // Runs `work` (which uses this session's pool) between the decode group's steps, or at once outside
+  // a group: a long computation for this session (an image through the vision tower) in bounded
+  // pieces lets the group's other sequences keep decoding.
+  void between_steps(const std::function<void()>& work);
   // Appends one generated token; Error(State) before prefill or when the cache is full.
   std::span<const float> decode(int64_t token);
 
@@ -77,6 +82,7 @@ class Session {
   std::optional<LlamaModel::Scratch> scratch_;
   std::vector<float> x_;       // input embeddings / residual stream [rows, hidden]
   std::vector<float> logits_;  // [vocab]
+  std::vector<float> batch_logits_;  // [rows, vocab] of the batched steps this session leads (kept: no page faults per step)
   DecodeGroup* group_ = nullptr;
   uint64_t group_turn_ = 0;  // the group's step count when this session's last prefill call ended
 };

@@ -20,14 +20,20 @@ std::optional<std::vector<float>> VisionCache::find(const std::string& key) {
 }
 
 void VisionCache::insert(const std::string& key, const std::vector<float>& image_hidden_states) {
-  if (max_entries_ == 0) return;
   std::lock_guard lock(mutex_);
+  if (max_entries_ == 0) return;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->key == key) {
       entries_.splice(entries_.begin(), entries_, it);
       return;
     }
   entries_.push_front({key, image_hidden_states});
+  while (entries_.size() > max_entries_) entries_.pop_back();
+}
+
+void VisionCache::set_max_entries(size_t n) {
+  std::lock_guard lock(mutex_);
+  max_entries_ = n;
   while (entries_.size() > max_entries_) entries_.pop_back();
 }
 

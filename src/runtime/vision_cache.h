@@ -26,13 +26,15 @@ class VisionCache {
   std::optional<std::vector<float>> find(const std::string& key);
   void insert(const std::string& key, const std::vector<float>& image_hidden_states);
   size_t hits() const;
+  // Keeps at most `n` images from now on (0: none), dropping the least recently used beyond it.
+  void set_max_entries(size_t n);
 
  private:
   struct Entry {
     std::string key;
     std::vector<float> features;
   };
-  const size_t max_entries_;
+  size_t max_entries_;
   mutable std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
   size_t hits_ = 0;

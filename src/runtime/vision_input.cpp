@@ -9,7 +9,8 @@
 namespace smolvlm {
 
 ImageFeatures encode_images(const Model& model, const float* pixel_values, int64_t tiles, ThreadPool& pool,
-                            bool keep_vision_hidden) {
+                            bool keep_vision_hidden, const ChunkRunner& run_chunk) {
+  auto run = [&](const std::function<void()>& work) { run_chunk ? run_chunk(work) : work(); };
   const SiglipVision& vision = model.vision();
   const Idefics3Connector& connector = model.connector();
   ImageFeatures f;
@@ -25,9 +26,12 @@ ImageFeatures encode_images(const Model& model, const float* pixel_values, int64
   f.image_hidden_states.resize(static_cast<size_t>(tiles * connector.tokens_per_tile() * connector.out_dim()));
   for (int64_t t = 0; t < tiles; ++t) {
     float* hidden = keep_vision_hidden ? f.vision_last_hidden.data() + t * hidden_floats : tile_hidden.data();
-    vision.forward(pixel_values + t * tile_floats, 1, hidden, scratch, pool);
-    connector.forward(hidden, 1, f.image_hidden_states.data() + t * connector.tokens_per_tile() * connector.out_dim(),
-                      shuffled, pool);
+    for (int64_t stage = 0; stage < vision.tile_stages(); ++stage)
+      run([&] { vision.run_tile_stage(stage, pixel_values + t * tile_floats, hidden, scratch, pool); });
+    run([&] {
+      connector.forward(hidden, 1, f.image_hidden_states.data() + t * connector.tokens_per_tile() * connector.out_dim(),
+                        shuffled, pool);
+    });
   }
   return f;
 }

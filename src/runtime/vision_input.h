@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -17,9 +18,14 @@ struct ImageFeatures {
   std::vector<float> image_hidden_states;  // [tiles, tokens_per_tile, text_hidden]
 };
 
+// Runs one bounded piece of work; empty: run it at once. A session in a decode group passes
+// Session::between_steps, so the other sequences keep decoding while an image is encoded.
+using ChunkRunner = std::function<void(const std::function<void()>&)>;
+
 // pixel_values: [tiles, 3, S, S] with S = vision image_size, every tile full (all patches valid).
+// Each tower stage of each tile (and each tile's connector) is one chunk for `run_chunk`.
 ImageFeatures encode_images(const Model& model, const float* pixel_values, int64_t tiles, ThreadPool& pool,
-                            bool keep_vision_hidden = false);
+                            bool keep_vision_hidden = false, const ChunkRunner& run_chunk = {});
 
 // Embeddings [ids.size(), text_hidden] of a prompt: token embeddings, with the rows of the
 // image_token_id tokens replaced, in order, by the rows of `features` (tiles row-major, each image's

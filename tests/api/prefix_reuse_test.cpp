@@ -88,9 +88,13 @@ TEST(PrefixReuse, FollowUpTurnsGiveTheIdsOfAFreshSession) {
     EXPECT_EQ(ids_of(reused), ids_of(fresh)) << "turn " << t;
     EXPECT_EQ(reused.raw().prompt_tokens, fresh.raw().prompt_tokens);
     EXPECT_EQ(fresh.raw().reused_tokens, 0);
-    if (t == 1) EXPECT_EQ(reused.raw().reused_tokens, 0);
+    if (t == 1) {
+      EXPECT_EQ(reused.raw().reused_tokens, 0);
+    }
     // A later turn repeats the earlier prompt: at least that much is kept.
-    if (t > 1) EXPECT_GT(reused.raw().reused_tokens, reused.raw().prompt_tokens / 2) << "turn " << t;
+    if (t > 1) {
+      EXPECT_GT(reused.raw().reused_tokens, reused.raw().prompt_tokens / 2) << "turn " << t;
+    }
     EXPECT_LT(reused.raw().reused_tokens, reused.raw().prompt_tokens);
     answers.emplace_back(reused.text());
   }

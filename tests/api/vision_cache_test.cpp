@@ -51,5 +51,24 @@ TEST(VisionCache, SameImageSkipsTheTowerWithTheSameIds) {
   EXPECT_EQ(hits(fresh2), 0u);
 }
 
+TEST(VisionCache, ZeroImagesKeepsNothingAndANegativeCountIsRefused) {
+  smolvlm_model_options o;
+  smolvlm_model_options_init(&o);
+  EXPECT_EQ(o.vision_cache_images, 8);
+  o.threads = 2;
+  o.vision_cache_images = 0;
+  const std::string dir = test::model_dir("smolvlm-tiny").string();
+  const api::Model off = api::Model::load(dir, &o);
+  const std::vector<int32_t> first = ask(off, "What colour is it?", 0);
+  EXPECT_EQ(ask(off, "What colour is it?", 0), first);
+  EXPECT_EQ(hits(off), 0u);
+
+  o.vision_cache_images = -1;
+  smolvlm_model* m = nullptr;
+  EXPECT_EQ(smolvlm_model_load(dir.c_str(), &o, &m), SMOLVLM_ERR_BAD_INPUT);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::string(smolvlm_last_error()).find("vision_cache_images must be >= 0, got -1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace smolvlm

@@ -22,7 +22,7 @@ struct Shape {
   int64_t M, N, K;
 };
 
-// Odd shapes around the blocking (mr 6/8, nr 16/32, kc 256, gemv up to M=4) and a few real ones with a
+// Odd shapes around the blocking (mr 6/8, nr 16/32, kc 256, gemv up to M=4 or 8) and a few real ones with a
 // small M (the reference is slow under ASan).
 const Shape kShapes[] = {
     {1, 1, 1},    {1, 7, 1},     {2, 3, 1},      {3, 5, 9},      {4, 33, 17},   {5, 40, 8},
@@ -172,6 +172,32 @@ TEST_P(LinearPathTest, RowResultDoesNotDependOnItsPositionInTheBatch) {
         << "row " << m;
 }
 
+TEST_P(LinearPathTest, StreamingRowsGiveEachRowTheBitsItGetsAlone) {
+  // Up to linear_row_exact_max() rows, every row of x is computed exactly as when it is the only row
+  // (a batched decode step must not change any sequence's logits), for every dense format, K with and
+  // without tails, and x at an address that is not 64-byte aligned.
+  std::mt19937 rng(9);
+  ThreadPool pool(2);
+  const int64_t max_m = std::min<int64_t>(linear_row_exact_max(), 9);
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (int64_t K : {1, 15, 16, 63, 64, 65, 300, 576}) {
+      const int64_t N = 37;
+      TestWeight w = make_weight(dt, N, K, rng);
+      const std::vector<float> bias = random_vector(size_t(N), rng);
+      std::vector<float> x = random_vector(size_t(max_m * K + 1), rng);
+      for (int64_t M = 1; M <= max_m; ++M) {
+        std::vector<float> y(size_t(M * N));
+        linear(x.data() + 1, M, w.ref, bias.data(), y.data(), pool);
+        for (int64_t m = 0; m < M; ++m) {
+          std::vector<float> alone(static_cast<size_t>(N));
+          linear(x.data() + 1 + m * K, 1, w.ref, bias.data(), alone.data(), pool);
+          EXPECT_EQ(0, std::memcmp(alone.data(), &y[size_t(m * N)], size_t(N) * sizeof(float)))
+              << dtype_name(dt) << " K " << K << " M " << M << " row " << m;
+        }
+      }
+    }
+}
+
 TEST_P(LinearPathTest, EmptyKGivesBias) {
   ThreadPool pool(2);
   const float bias[3] = {1.5f, -2.f, 0.25f};
@@ -217,7 +243,7 @@ TEST_P(LinearPathTest, PackedWeightGivesTheBitsOfLinear) {
   // ending inside a K block) must give the bits of linear() on that block alone.
   std::mt19937 rng(91);
   ThreadPool pool(1);
-  const Shape shapes[] = {{5, 1, 1}, {7, 17, 64}, {16, 64, 257}, {128, 200, 64}, {30, 64, 600}};
+  const Shape shapes[] = {{9, 1, 1}, {11, 17, 64}, {16, 64, 257}, {128, 200, 64}, {30, 64, 600}};
   for (const Shape& s : shapes)
     for (bool leading : {false, true}) {
       const int64_t N = leading ? (s.N + 1) / 2 : s.N, K = leading ? s.K - s.K / 3 : s.K;
