@@ -1,5 +1,7 @@
 // Time of one batched decode step (smolvlm_sessions_decode) at 1, 2, 4 and 8 sessions against the
 // same steps one session at a time: whether a step of n rows costs about one pass over the weights.
+// BM_GroupStreams: n threads, each generating 64 greedy tokens on its own session of one decode group
+// (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of whole requests.
 // Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] decode_step_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -9,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -64,8 +67,41 @@ void BM_OneByOne(benchmark::State& state) {
   state.counters["tok_s"] = benchmark::Counter(double(n) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+void BM_GroupStreams(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  smolvlm_decode_group* group = nullptr;
+  smolvlm::api::check(smolvlm_decode_group_create(model().get(), &group));
+  std::vector<std::unique_ptr<smolvlm::api::Session>> s;
+  for (int i = 0; i < n; ++i) {
+    s.push_back(std::make_unique<smolvlm::api::Session>(model(), 512));
+    smolvlm::api::check(smolvlm_session_set_decode_group(s.back()->get(), group));
+  }
+  const std::string prompts[] = {"Once upon a time", "The capital of France is", "1, 2, 3,", "Hello there",
+                                 "A story about a cat", "In the beginning", "Dear diary,", "The weather today"};
+  int64_t tokens = 0;
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i)
+      threads.emplace_back([&, i] {
+        smolvlm_request r;
+        smolvlm_request_init(&r);
+        r.prompt = prompts[i % 8].c_str();
+        r.max_new_tokens = 64;
+        r.ignore_eos = 1;
+        s[static_cast<size_t>(i)]->run(r);
+      });
+    for (auto& t : threads) t.join();
+    tokens += int64_t(n) * 64;
+  }
+  s.clear();
+  smolvlm_decode_group_free(group);
+  state.counters["streams"] = n;
+  state.counters["tok_s"] = benchmark::Counter(double(tokens), benchmark::Counter::kIsRate);
+}
+
 BENCHMARK(BM_BatchedStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_OneByOne)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_GroupStreams)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 
 }  // namespace
 

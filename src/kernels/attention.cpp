@@ -120,6 +120,19 @@ void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool
   });
 }
 
+void attention_single_rows(std::span<const AttentionArgs> args, const AttentionShape& s, ThreadPool& pool) {
+  for (const AttentionArgs& a : args) {
+    check(a, s);
+    if (a.q_rows != 1) throw bad_input("attention_single_rows: a query of " + std::to_string(a.q_rows) + " rows");
+  }
+  // Items (query, head); one row takes attention()'s single-row path (block 1).
+  const int64_t heads = s.q_heads;
+  pool.parallel_for(static_cast<int64_t>(args.size()) * heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item)
+      attend_rows_in_place(args[static_cast<size_t>(item / heads)], s, item % heads, 0, 1);
+  });
+}
+
 void attention_reference(const AttentionArgs& a, const AttentionShape& s) {
   check(a, s);
   const int64_t D = s.head_dim, group = s.q_heads / s.kv_heads;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/thread_pool.h"
 
@@ -35,6 +36,11 @@ struct AttentionArgs {
 };
 
 void attention(const AttentionArgs& args, const AttentionShape& shape, ThreadPool& pool);
+
+// attention() for several independent single-row queries (a batched decode step: each sequence's row
+// over its own cache) in one split over the pool: each gives exactly what attention() gives it alone.
+// Every args[i].q_rows must be 1.
+void attention_single_rows(std::span<const AttentionArgs> args, const AttentionShape& shape, ThreadPool& pool);
 
 // The reference attention() is tested against: for each query row and head, in plain loops on the
 // calling thread, scores = q·k_j (fp32, d order), softmax(scores·scale) over the keys the row sees,

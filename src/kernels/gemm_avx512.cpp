@@ -371,81 +371,116 @@ inline __m512 load16(const void* base, int64_t idx) {
   }
 }
 
-// dot_row with 16-lane sums: four over 64-element steps, then 16-element steps into the first, a
-// fixed reduction, the scalar tail. Half the instructions per weight of the 256-bit loop. (Four rows
-// per pass, sharing the loads of x, was 1.5x faster in cache but measured about 1.5x slower from
-// memory on a busy machine: one sequential stream per thread is what decode needs.)
+// dot_row with 16-lane sums: two over 32-element steps, then one 16-element step into the first,
+// the two added, a fixed reduction (sum16), the scalar tail. This is the arithmetic of every row
+// product of the streaming path, for one row of x or several (dot_block512), so a batched decode step
+// gives each sequence exactly its logits alone. (Several weight rows per pass for one row of x was
+// 1.5x faster in cache but about 1.5x slower from memory on a busy machine: one sequential stream
+// per thread is what single-sequence decode needs.)
 template <WeightFormat FMT>
 float dot_row512(const float* x, const void* w, int64_t offset, int64_t K) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
   int64_t k = 0;
-  for (; k + 64 <= K; k += 64) {
+  for (; k + 32 <= K; k += 32) {
     a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w, offset + k), a0);
     a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), load16<FMT>(w, offset + k + 16), a1);
-    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), load16<FMT>(w, offset + k + 32), a2);
-    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), load16<FMT>(w, offset + k + 48), a3);
   }
-  for (; k + 16 <= K; k += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w, offset + k), a0);
-  float s = sum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  if (k + 16 <= K) {
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w, offset + k), a0);
+    k += 16;
+  }
+  float s = sum16(_mm512_add_ps(a0, a1));
   for (; k < K; ++k) s += x[k] * load1<FMT>(w, offset + k);
   return s;
 }
 
-// dot_row512 of R rows of x (K floats apart) with one weight row, each weight vector converted once
-// for all R: batched decode pays the conversion once per step, not once per sequence. Row r gets
-// exactly dot_row512's operations, so a sequence's result does not depend on its batch.
-template <WeightFormat FMT, int R>
-[[gnu::always_inline]] inline void dot_rows512(const float* x, const void* w, int64_t offset, int64_t K, float* out) {
-  __m512 a[R][4];
-  for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = a[r][2] = a[r][3] = _mm512_setzero_ps();
+// dot_row512 of weight rows n..n+NR-1 with R rows of x (K floats apart) into out[r * NR + j]: each
+// weight vector is converted once for all R rows and each x vector loaded once for all NR weight
+// rows, so a batched decode step costs little more arithmetic than one row. Every (row of x, weight
+// row) gets exactly dot_row512's operations.
+template <WeightFormat FMT, int NR, int R>
+[[gnu::always_inline]] inline void dot_block512(const float* x, const WeightRef& w, int64_t n, float* out) {
+  const int64_t K = w.cols;
+  __m512 a[NR][R][2];
+#pragma GCC unroll 8
+  for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[j][r][0] = a[j][r][1] = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + 64 <= K; k += 64) {
-    const __m512 w0 = load16<FMT>(w, offset + k), w1 = load16<FMT>(w, offset + k + 16);
-    const __m512 w2 = load16<FMT>(w, offset + k + 32), w3 = load16<FMT>(w, offset + k + 48);
+  for (; k + 32 <= K; k += 32) {
+    __m512 w0[NR], w1[NR];
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      w0[j] = load16<FMT>(w.data, (n + j) * K + k);
+      w1[j] = load16<FMT>(w.data, (n + j) * K + k + 16);
+    }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const float* xr = x + r * K + k;
-      a[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), w0, a[r][0]);
-      a[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 16), w1, a[r][1]);
-      a[r][2] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 32), w2, a[r][2]);
-      a[r][3] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 48), w3, a[r][3]);
+      const __m512 x0 = _mm512_loadu_ps(x + r * K + k), x1 = _mm512_loadu_ps(x + r * K + k + 16);
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) {
+        a[j][r][0] = _mm512_fmadd_ps(x0, w0[j], a[j][r][0]);
+        a[j][r][1] = _mm512_fmadd_ps(x1, w1[j], a[j][r][1]);
+      }
     }
   }
-  for (; k + 16 <= K; k += 16) {
-    const __m512 w0 = load16<FMT>(w, offset + k);
-    for (int r = 0; r < R; ++r) a[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * K + k), w0, a[r][0]);
+  const bool half = k + 16 <= K;
+  if (half) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512 w0 = load16<FMT>(w.data, (n + j) * K + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[j][r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * K + k), w0, a[j][r][0]);
+    }
+    k += 16;
   }
-  __m512 total[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int r = 0; r < R; ++r) total[r] = _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3]));
-  float sums[4];
-  sum4(total[0], total[1], total[2], total[3], sums);
-  for (int r = 0; r < R; ++r) {
-    float s = sums[r];
-    for (int64_t t = k; t < K; ++t) s += x[r * K + t] * load1<FMT>(w, offset + t);
-    out[r] = s;
+#pragma GCC unroll 8
+  for (int j = 0; j < NR; ++j) {
+    __m512 t[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) t[r] = _mm512_add_ps(a[j][r][0], a[j][r][1]);
+    float sums[4];
+    sum4(t[0], t[1], t[2], t[3], sums);
+    for (int r = 0; r < R; ++r) {
+      float s = sums[r];
+      for (int64_t i = k; i < K; ++i) s += x[r * K + i] * load1<FMT>(w.data, (n + j) * K + i);
+      out[r * NR + j] = s;
+    }
   }
 }
 
-// gemv_range for several rows of x: the rows in passes of up to four per weight row (the weight row
-// stays in L1 between passes).
+// Weight rows n..n+NR-1 for the R rows of x at x (the rows m0.. of y).
+template <WeightFormat FMT, int NR>
+inline void gemv_block512(const float* x, int64_t R, const WeightRef& w, const float* bias, float* y, int64_t n) {
+  float s[4 * NR];
+  switch (R) {
+    case 4: dot_block512<FMT, NR, 4>(x, w, n, s); break;
+    case 3: dot_block512<FMT, NR, 3>(x, w, n, s); break;
+    case 2: dot_block512<FMT, NR, 2>(x, w, n, s); break;
+    default: dot_block512<FMT, NR, 1>(x, w, n, s); break;
+  }
+  for (int64_t r = 0; r < R; ++r)
+    for (int j = 0; j < NR; ++j) y[r * w.rows + n + j] = bias ? s[r * NR + j] + bias[n + j] : s[r * NR + j];
+}
+
+// gemv_range for several rows of x: two weight rows per pass with up to four rows of x (more rows of
+// x in further passes over the same weight rows, from L1).
 template <WeightFormat FMT>
 void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
   x = aligned_input(x, M * K);
-  const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
+  const int64_t ahead = std::max<int64_t>(2, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
-  for (int64_t n = n0; n < n1; ++n) {
-    if (n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
+  for (int64_t n = n0; n < n1;) {
+    const int64_t rows = n + 2 <= n1 ? 2 : 1;
+    for (int64_t i = 0; i < rows; ++i)
+      if (n + i + ahead < n1) prefetch_row<FMT>(w, n + i + ahead);
     for (int64_t m = 0; m < M; m += 4) {
-      float s[4];
-      const float* xm = x + m * K;
-      switch (std::min<int64_t>(4, M - m)) {
-        case 4: dot_rows512<FMT, 4>(xm, w.data, n * K, K, s); break;
-        case 3: dot_rows512<FMT, 3>(xm, w.data, n * K, K, s); break;
-        case 2: dot_rows512<FMT, 2>(xm, w.data, n * K, K, s); break;
-        default: s[0] = dot_row512<FMT>(xm, w.data, n * K, K); break;
-      }
-      for (int64_t i = 0; i < std::min<int64_t>(4, M - m); ++i) y[(m + i) * N + n] = bias ? s[i] + bias[n] : s[i];
+      const int64_t R = std::min<int64_t>(4, M - m);
+      if (rows == 2) gemv_block512<FMT, 2>(x + m * K, R, w, bias, y + m * N, n);
+      else gemv_block512<FMT, 1>(x + m * K, R, w, bias, y + m * N, n);
     }
+    n += rows;
   }
 }
 
@@ -469,7 +504,7 @@ GemmKernels make_kernels() {
   GemmKernels k = KernelSet<kMr, kNr, kKc, micro_8x32, QuantRow512>::table("avx512");
   k.gemv = gemv512;
   // Up to 8 rows (a batched decode step of 8 sequences) stream the weights once, each row exactly as
-  // alone; the dense rows share each converted weight vector four at a time (gemv_rows512).
+  // alone (gemv_rows512: two weight rows with up to four rows of x per pass).
   k.gemv_max_m = 8;
   return k;
 }

@@ -13,6 +13,7 @@
 namespace smolvlm {
 
 namespace {
+constexpr int64_t kMaxBatchAttention = 64;  // rows of one step (the callers' groups are far smaller)
 const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
 }  // namespace
 
@@ -49,6 +50,9 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
                               {l.v, bias_or_null(l.v_b), s.v_new.data()}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   position_qk(l, s.q.data(), s.k_new.data(), rows, s, pool);
+  AttentionArgs args[kMaxBatchAttention];
+  if (rows > kMaxBatchAttention)
+    throw internal_error("LlamaModel::decode_batch: " + std::to_string(rows) + " rows in one step");
   for (int64_t i = 0; i < rows; ++i) {
     const KvView& kv = kvs[i];
     const size_t bytes = static_cast<size_t>(kvd) * sizeof(float);
@@ -67,8 +71,9 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
     a.q_pos0 = positions[i];
     a.out = s.attn.data() + i * qd;
     a.out_stride = qd;
-    attention(a, AttentionShape{qh, kvh, D}, pool);
+    args[i] = a;
   }
+  attention_single_rows({args, static_cast<size_t>(rows)}, AttentionShape{qh, kvh, D}, pool);
   linear(s.attn.data(), rows, l.o, bias_or_null(l.o_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
 }

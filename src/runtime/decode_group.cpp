@@ -1,5 +1,8 @@
 #include "runtime/decode_group.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "runtime/session.h"
 
 namespace smolvlm {
@@ -16,6 +19,9 @@ void DecodeGroup::decode(Session& session, int64_t token) {
     if (!stepping_ && !pending_.empty() && (everyone || std::chrono::steady_clock::now() >= deadline)) {
       std::vector<Step*> batch;
       batch.swap(pending_);
+      // The same member leads every step it is in: its pool's workers are the ones still spinning
+      // from the last step (a new pool each step would have to wake its sleeping workers).
+      std::sort(batch.begin(), batch.end(), [](const Step* a, const Step* b) { return std::less<>()(a->session, b->session); });
       stepping_ = true;
       lock.unlock();
       std::vector<Session*> sessions;

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
@@ -516,6 +519,42 @@ TEST_P(OpsTable, EveryOpMatchesItsReference) {
                               << tol.why << "), first at " << e.first_failure << ": got " << got[e.first_failure]
                               << ", want " << want[e.first_failure];
   }
+}
+
+// A batched decode step's attention (several one-row queries, each over its own cache, in one split)
+// gives each query exactly the bits of attention() on it alone, on every path.
+TEST_P(OpsTable, SingleRowQueriesTogetherGiveTheBitsOfEachAlone) {
+  const KernelPath path = GetParam();
+  if (!kernel_path_supported(path))
+    GTEST_SKIP() << "this CPU cannot run the " << kernel_path_name(path) << " kernel path";
+  const ScopedKernelPath scope(path);
+  ThreadPool pool(2);
+  const AttentionShape shape{9, 3, 64};
+  const int64_t qw = shape.q_heads * shape.head_dim, kvw = shape.kv_heads * shape.head_dim;
+  const int64_t positions[] = {0, 5, 40, 77, 200};
+  std::vector<std::vector<float>> q, k, v, together, alone;
+  std::vector<AttentionArgs> args;
+  for (size_t i = 0; i < std::size(positions); ++i) {
+    const int64_t keys = positions[i] + 1;
+    q.push_back(uniform(size_t(qw), 90 + uint32_t(i)));
+    k.push_back(uniform(size_t(keys * kvw), 100 + uint32_t(i)));
+    v.push_back(uniform(size_t(keys * kvw), 110 + uint32_t(i)));
+    together.emplace_back(size_t(qw), -1.f);
+    alone.emplace_back(size_t(qw), -2.f);
+  }
+  for (size_t i = 0; i < std::size(positions); ++i) {
+    const AttentionArgs a{q[i].data(), 1, qw, k[i].data(), v[i].data(), positions[i] + 1, kvw, 0.125f, true,
+                          positions[i], together[i].data(), qw};
+    args.push_back(a);
+    AttentionArgs b = a;
+    b.out = alone[i].data();
+    attention(b, shape, pool);
+  }
+  attention_single_rows(args, shape, pool);
+  for (size_t i = 0; i < std::size(positions); ++i)
+    EXPECT_EQ(0, std::memcmp(together[i].data(), alone[i].data(), size_t(qw) * sizeof(float))) << "query " << i;
+  args[1].q_rows = 2;
+  EXPECT_THROW(attention_single_rows(args, shape, pool), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, OpsTable, ::testing::ValuesIn(kAllKernelPaths),
