@@ -13,8 +13,12 @@ void DecodeGroup::decode(Session& session, int64_t token) {
   Step mine{&session, token, false, nullptr};
   pending_.push_back(&mine);
   changed_.notify_all();
-  const auto deadline = std::chrono::steady_clock::now() + max_wait_;
+  const auto arrival = std::chrono::steady_clock::now();
   while (!mine.done) {
+    // The wait for the others counts from the end of the last step too: the members it just served
+    // are on their way back (sampling, streaming), and stepping without them would split the group
+    // into halves that then alternate for good.
+    const auto deadline = std::max(arrival, last_step_end_) + max_wait_;
     const bool everyone = pending_.size() >= decoding_.size();
     if (!stepping_ && !pending_.empty() && (everyone || std::chrono::steady_clock::now() >= deadline)) {
       std::vector<Step*> batch;
@@ -38,6 +42,7 @@ void DecodeGroup::decode(Session& session, int64_t token) {
       }
       lock.lock();
       stepping_ = false;
+      last_step_end_ = std::chrono::steady_clock::now();
       ++steps_;
       for (Step* s : batch) {
         s->done = true;

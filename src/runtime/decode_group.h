@@ -55,6 +55,7 @@ class DecodeGroup {
   std::vector<Step*> pending_;
   bool stepping_ = false;  // a batch or a prefill call is running (one at a time)
   uint64_t steps_ = 0;     // decode batches run so far
+  std::chrono::steady_clock::time_point last_step_end_{};
   static constexpr std::chrono::milliseconds max_turn_wait{200};
 };
 
