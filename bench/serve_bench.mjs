@@ -61,7 +61,7 @@ for (const batch of [true, false]) {
 // (its prefill runs in --prefill-chunk calls between their steps: their longest gap between pieces
 // is reported). Then the HTTP overhead per request.
 const ttft = (r) => (r.first - r.start) / 1000;
-// A 400 x 300 picture (24-bit BMP): it fits one 512-pixel tile, so its request runs the vision tower once.
+// A 400 x 300 picture (24-bit BMP), sent with `split: false`: one tile through the vision tower.
 function oneTileBmpUrl(seed = 0) {
   const w = 400, h = 300, row = w * 3, size = 54 + row * h;
   const b = Buffer.alloc(size);
@@ -99,10 +99,10 @@ try {
 const busyServer = await startServer(["--parallel", "4", "--ctx", "4096"], { model, threads });
 try {
   await stream(busyServer.url, textBody(98));
-  const alone = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl(1)), max_tokens: 4, temperature: 0 });
+  const alone = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl(1)), max_tokens: 4, temperature: 0, split: false });
   const others = Array.from({ length: 3 }, (_, i) => stream(busyServer.url, { ...textBody(i), max_tokens: 300 }));
   await new Promise((r) => setTimeout(r, 1500));
-  const busy = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl()), max_tokens: 4, temperature: 0 });
+  const busy = await stream(busyServer.url, { messages: imageMessage("Describe this image.", oneTileBmpUrl()), max_tokens: 4, temperature: 0, split: false });
   const bg = await Promise.all(others);
   const during = bg.map((r) => Math.max(0, ...r.gaps.filter((g) => g.at > busy.start && g.at <= busy.first + 1).map((g) => g.ms)));
   console.log(JSON.stringify({ ttft_cold_one_tile_image_alone_s: ttft(alone), ttft_cold_one_tile_image_with_3_decoding_s: ttft(busy), image_tiles: busy.engine.image_tiles,

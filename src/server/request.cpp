@@ -167,6 +167,10 @@ void parse_options(const json& body, ParsedRequest& out) {
     if (!body["ignore_eos"].is_boolean()) throw invalid("ignore_eos", "must be true or false");
     out.ignore_eos = body["ignore_eos"].get<bool>();
   }
+  if (present(body, "split")) {  // an extension: image splitting on or off (default: the model's)
+    if (!body["split"].is_boolean()) throw invalid("split", "must be true or false");
+    out.split = body["split"].get<bool>() ? 1 : 0;
+  }
   parse_stop(body, out);
 }
 
@@ -180,6 +184,7 @@ void ParsedRequest::fill(smolvlm_request& req) {
   }
   req.sampling = sampling;
   req.ignore_eos = ignore_eos ? 1 : 0;
+  req.split = split;
   if (max_tokens > 0) req.max_new_tokens = max_tokens;
   stop_ptrs_.clear();
   for (const auto& s : stop) stop_ptrs_.push_back(s.c_str());

@@ -27,6 +27,7 @@ struct ParsedRequest {
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
   bool ignore_eos = false;  // extension: eos does not end the answer
+  int split = -1;           // extension: image splitting (-1 the model's default, 0 off, 1 on)
 
   // Points `req` at this object's messages or prompt, sampling and stops (valid while this lives).
   void fill(smolvlm_request& req);

@@ -59,6 +59,10 @@ TEST(ServerRequest, ParsesChatFields) {
   EXPECT_STREQ(req.messages[1].parts[1].text, "q");
   EXPECT_EQ(req.max_new_tokens, 7);
   EXPECT_EQ(req.n_stop, 2u);
+  EXPECT_EQ(req.split, -1);  // the model's default unless the request says
+  ParsedRequest unsplit = parse_request(R"({"messages":[{"role":"user","content":"hi"}],"split":false})", Endpoint::Chat, {});
+  unsplit.fill(req);
+  EXPECT_EQ(req.split, 0);
 }
 
 TEST(ServerRequest, EachBadFieldIsA400NamingIt) {
@@ -75,6 +79,7 @@ TEST(ServerRequest, EachBadFieldIsA400NamingIt) {
       {"{" + msgs + ",\"stop\":[1]}", "stop"},
       {"{" + msgs + ",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop"},
       {"{" + msgs + ",\"stream\":\"yes\"}", "stream"},
+      {"{" + msgs + ",\"split\":1}", "split"},
       {"{" + msgs + ",\"logprobs\":true}", "logprobs"},
       {"{" + msgs + ",\"model\":5}", "model"},
       {R"({"messages":[]})", "messages"},
