@@ -130,6 +130,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Runs each vision stage of a request on `session` between its decode group's steps (at once when it
+// is in no group).
+ChunkRunner between_group_steps(smolvlm_session* session) {
+  return [session](const std::function<void()>& work) { session->session.between_steps(work); };
+}
+
 // Prepares, prefills and generates; `session` null: one is made for the prompt's length.
 RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_request& req) {
   const PromptInput input = capi::prompt_input(req);
@@ -140,11 +146,8 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
   std::optional<ThreadPool> request_pool;
   if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path);
   const Model& model = m.weights();
-  // In a decode group, the image is encoded between the group's steps, one stage at a time.
-  ChunkRunner between_steps;
-  if (session) between_steps = [session](const std::function<void()>& work) { session->session.between_steps(work); };
-  PreparedPrompt prompt =
-      prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool, between_steps);
+  PreparedPrompt prompt = prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool,
+                                         session ? between_group_steps(session) : ChunkRunner{});
   const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
   Session* s = nullptr;
   std::optional<Session> request_session;
@@ -266,9 +269,7 @@ smolvlm_status smolvlm_session_prefill_request(smolvlm_session* session, const s
     smolvlm_model& m = session->model;
     const PromptInput input = capi::prompt_input(req);
     PreparedPrompt prompt = prepare_prompt(m.weights(), [&m]() -> const TextAssets& { return m.text_assets(); }, input,
-                                           session->pool, [session](const std::function<void()>& work) {
-                                             session->session.between_steps(work);
-                                           });
+                                           session->pool, between_group_steps(session));
     const double prefill = prefill_prompt(session->session, prompt, {0, req.prefill_chunk, input.dump_dir});
     if (timings)
       *timings = {prompt.timings.load, prompt.timings.preprocess, prompt.timings.vision, prompt.timings.prefill + prefill, 0};
