@@ -12,13 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-arm64}
-./scripts/arm64-sysroot.sh "$build/sysroot"
+sysroot=$(realpath -m "$build/sysroot")
+./scripts/arm64-sysroot.sh "$sysroot"
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-  -DSMOLVLM_SYSROOT="$PWD/$build/sysroot" -DSMOLVLM_BENCH=OFF "${launcher[@]}" >/dev/null
+  -DSMOLVLM_SYSROOT="$sysroot" -DSMOLVLM_BENCH=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" --target smolvlm_cli test_kernels test_model test_text test_image
 file "$build/smolvlm"
 file "$build/smolvlm" | grep -q 'ARM aarch64'

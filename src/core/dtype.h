@@ -10,6 +10,7 @@ namespace smolvlm {
 enum class DType { F32, F16, BF16, F64, I8, U8, I16, I32, I64, BOOL };
 
 size_t dtype_size(DType t);
+inline bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 const char* dtype_name(DType t);  // "F32", "F16", "BF16", ...
 
 inline float bf16_to_f32(uint16_t h) {

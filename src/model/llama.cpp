@@ -9,12 +9,6 @@
 
 namespace smolvlm {
 
-namespace {
-
-const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
-
-}  // namespace
-
 LlamaModel::LlamaModel(const Checkpoint& ckpt, const LlamaConfig& cfg, const ComponentSpec& text,
                        const ComponentSpec& lm_head)
     : cfg_(cfg) {
@@ -102,9 +96,9 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   // New keys/values go straight into their cache rows.
   float* k_rows = kv.k + (layer_index * kv.capacity + pos0) * kvd;
   float* v_rows = kv.v + (layer_index * kv.capacity + pos0) * kvd;
-  const LinearOutput qkv[] = {{l.q, bias_or_null(l.q_b), s.q.data()},
-                              {l.k, bias_or_null(l.k_b), k_rows},
-                              {l.v, bias_or_null(l.v_b), v_rows}};
+  const LinearOutput qkv[] = {{l.q, optional_bias(l.q_b), s.q.data()},
+                              {l.k, optional_bias(l.k_b), k_rows},
+                              {l.v, optional_bias(l.v_b), v_rows}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   position_qk(l, s.q.data(), k_rows, rows, s, pool);
 
@@ -122,7 +116,7 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   a.out = s.attn.data();
   a.out_stride = qd;
   attention(a, AttentionShape{qh, kvh, D}, pool);
-  linear(s.attn.data(), rows, l.o, bias_or_null(l.o_b), s.proj.data(), pool);
+  linear(s.attn.data(), rows, l.o, optional_bias(l.o_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
 }
 
@@ -142,11 +136,11 @@ void LlamaModel::position_qk(const Layer& l, float* q, float* k, int64_t rows, S
 void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, ThreadPool& pool) const {
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
   rms_norm(x, rows, H, l.post_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data(), pool);
-  const LinearOutput gate_up[] = {{l.gate, bias_or_null(l.gate_b), s.gate.data()},
-                                  {l.up, bias_or_null(l.up_b), s.up.data()}};
+  const LinearOutput gate_up[] = {{l.gate, optional_bias(l.gate_b), s.gate.data()},
+                                  {l.up, optional_bias(l.up_b), s.up.data()}};
   linear_shared_input(s.normed.data(), rows, gate_up, pool);
   silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
-  linear(s.gate.data(), rows, l.down, bias_or_null(l.down_b), s.proj.data(), pool);
+  linear(s.gate.data(), rows, l.down, optional_bias(l.down_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
 }
 

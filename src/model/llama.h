@@ -62,6 +62,8 @@ class LlamaModel {
                     ThreadPool& pool, float* logits) const;
 
  private:
+  // A bias vector as the products take it: NULL when the layer has none.
+  static const float* optional_bias(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
   struct Layer {
     std::vector<float> input_norm, post_norm;
     std::vector<float> q_norm, k_norm;  // [head_dim], with cfg.qk_norm only

@@ -14,7 +14,6 @@ namespace smolvlm {
 
 namespace {
 constexpr int64_t kMaxBatchAttention = 64;  // rows of one step (the callers' groups are far smaller)
-const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
 }  // namespace
 
 void LlamaModel::decode_batch(float* x, int64_t rows, const int64_t* positions, const KvView* kvs, Scratch& s,
@@ -45,9 +44,9 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
   const int64_t qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads;
   const int64_t qd = qh * D, kvd = kvh * D;
   rms_norm(x, rows, H, l.input_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data(), pool);
-  const LinearOutput qkv[] = {{l.q, bias_or_null(l.q_b), s.q.data()},
-                              {l.k, bias_or_null(l.k_b), s.k_new.data()},
-                              {l.v, bias_or_null(l.v_b), s.v_new.data()}};
+  const LinearOutput qkv[] = {{l.q, optional_bias(l.q_b), s.q.data()},
+                              {l.k, optional_bias(l.k_b), s.k_new.data()},
+                              {l.v, optional_bias(l.v_b), s.v_new.data()}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   position_qk(l, s.q.data(), s.k_new.data(), rows, s, pool);
   AttentionArgs args[kMaxBatchAttention];
@@ -74,7 +73,7 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
     args[i] = a;
   }
   attention_single_rows({args, static_cast<size_t>(rows)}, AttentionShape{qh, kvh, D}, pool);
-  linear(s.attn.data(), rows, l.o, bias_or_null(l.o_b), s.proj.data(), pool);
+  linear(s.attn.data(), rows, l.o, optional_bias(l.o_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
 }
 

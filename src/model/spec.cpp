@@ -42,8 +42,6 @@ std::string name_list(const std::vector<std::string>& names, size_t limit = 8) {
   return s;
 }
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
 }  // namespace
 
 const char* component_name(Component c) {
@@ -177,7 +175,7 @@ void validate_checkpoint(const ModelSpec& spec, const Checkpoint& ckpt) {
     if (t->shape != e.shape)
       throw bad_input(t->file + ": tensor \"" + e.name + "\" has shape " + shape_string(t->shape) + ", expected " +
                       shape_string(e.shape) + " for this config.json");
-    if (!is_float(t->dtype))
+    if (!is_float_dtype(t->dtype))
       throw unsupported(t->file + ": tensor \"" + e.name + "\" has dtype " + dtype_name(t->dtype) +
                         ", expected F32, F16 or BF16");
   }

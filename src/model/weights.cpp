@@ -9,8 +9,6 @@ namespace smolvlm {
 
 namespace {
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
 float element_f32(const TensorView& t, int64_t i) {
   switch (t.dtype) {
     case DType::F32: return static_cast<const float*>(t.data)[i];
@@ -29,7 +27,7 @@ const TensorView& bind_tensor(const Checkpoint& ckpt, const ExpectedTensor& entr
   if (t.shape != entry.shape)
     throw bad_input(t.file + ": tensor " + entry.name + " has shape " + shape_string(t.shape) + ", expected " +
                     shape_string(entry.shape));
-  if (!is_float(t.dtype))
+  if (!is_float_dtype(t.dtype))
     throw unsupported(t.file + ": tensor " + entry.name + " has dtype " + dtype_name(t.dtype) +
                       ", expected F32, F16 or BF16");
   return t;
