@@ -10,8 +10,9 @@ namespace smolvlm {
 enum class DType { F32, F16, BF16, F64, I8, U8, I16, I32, I64, BOOL };
 
 size_t dtype_size(DType t);
-inline bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 const char* dtype_name(DType t);  // "F32", "F16", "BF16", ...
+// The types a model's float tensors may be stored in (read as fp32).
+inline bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;
