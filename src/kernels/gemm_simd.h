@@ -307,26 +307,29 @@ inline __m256i codes4x8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
 }
 
-// 32 consecutive 4-bit codes from 16 bytes as four vectors of 8 int32 lanes: one load and one nibble
-// split for four steps of 8 (the split is most of the work of codes4x8).
-inline void codes4x32(const uint8_t* p, __m256i q[4]) {
+// 32 consecutive 4-bit codes from 16 bytes, one code per byte: codes 0-15 in `first`, 16-31 in `second`.
+inline void split_codes32(const uint8_t* p, __m128i& first, __m128i& second) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), mask = _mm_set1_epi8(0x0f);
   const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  const __m128i first = _mm_unpacklo_epi8(lo, hi), second = _mm_unpackhi_epi8(lo, hi);  // codes 0-15, 16-31
-  q[0] = _mm256_cvtepu8_epi32(first);
-  q[1] = _mm256_cvtepu8_epi32(_mm_unpackhi_epi64(first, first));
-  q[2] = _mm256_cvtepu8_epi32(second);
-  q[3] = _mm256_cvtepu8_epi32(_mm_unpackhi_epi64(second, second));
+  first = _mm_unpacklo_epi8(lo, hi);
+  second = _mm_unpackhi_epi8(lo, hi);
 }
 
 // The 256-bit decoding of 8 quantized values: one group's parameters broadcast once.
 template <WeightFormat FMT>
 struct QuantDecoder8 {
   __m256 scale, offset, lut_lo, lut_hi;
+  __m128i lut_low_bytes, lut_high_bytes;  // Lut4: byte 0 / byte 1 of the 16 fp16 entries, for pshufb
   explicit QuantDecoder8(const QuantGroup& g) {
     if constexpr (FMT == WeightFormat::Lut4) {
-      lut_lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut)));
-      lut_hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut + 8)));
+      const __m128i e0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut));
+      const __m128i e1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.lut + 8));
+      lut_lo = _mm256_cvtph_ps(e0);
+      lut_hi = _mm256_cvtph_ps(e1);
+      const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+      const __m128i odd = _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+      lut_low_bytes = _mm_unpacklo_epi64(_mm_shuffle_epi8(e0, even), _mm_shuffle_epi8(e1, even));
+      lut_high_bytes = _mm_unpacklo_epi64(_mm_shuffle_epi8(e0, odd), _mm_shuffle_epi8(e1, odd));
     } else {
       scale = _mm256_set1_ps(g.scale);
       offset = _mm256_set1_ps(FMT == WeightFormat::Q8 ? q8_offset(g) : g.offset);
@@ -340,6 +343,27 @@ struct QuantDecoder8 {
     } else {
       return value(codes4x8(static_cast<const uint8_t*>(row) + k / 2));
     }
+  }
+  // Values [k, k + 32) of a 4-bit row (k even) from one 16-byte load: Q4 widens the codes to int32
+  // lanes; Lut4 looks the fp16 entries up 16 codes at a time (pshufb on the entries' two bytes) and
+  // converts them, the same exact values as value().
+  void load32(const void* row, int64_t k, __m256 v[4]) const {
+    __m128i first, second;
+    split_codes32(static_cast<const uint8_t*>(row) + k / 2, first, second);
+    if constexpr (FMT == WeightFormat::Q4) {
+      v[0] = value(_mm256_cvtepu8_epi32(first));
+      v[1] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(first, first)));
+      v[2] = value(_mm256_cvtepu8_epi32(second));
+      v[3] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(second, second)));
+    } else {
+      lut16(first, v[0], v[1]);
+      lut16(second, v[2], v[3]);
+    }
+  }
+  void lut16(__m128i codes, __m256& v0, __m256& v1) const {
+    const __m128i low = _mm_shuffle_epi8(lut_low_bytes, codes), high = _mm_shuffle_epi8(lut_high_bytes, codes);
+    v0 = _mm256_cvtph_ps(_mm_unpacklo_epi8(low, high));
+    v1 = _mm256_cvtph_ps(_mm_unpackhi_epi8(low, high));
   }
   // The values of 8 4-bit codes (Q4, Lut4).
   __m256 value(__m256i q) const {
@@ -385,9 +409,7 @@ struct QuantRow256 {
         if constexpr (FMT == WeightFormat::Q8) {
           for (int i = 0; i < 4; ++i) v[i] = dec.load(row, k + 8 * i);
         } else {
-          __m256i q[4];
-          codes4x32(static_cast<const uint8_t*>(row) + k / 2, q);
-          for (int i = 0; i < 4; ++i) v[i] = dec.value(q[i]);
+          dec.load32(row, k, v);
         }
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), v[0], a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), v[1], a1);
