@@ -235,56 +235,42 @@ void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, i
   });
 }
 
-// x · (row of the weight starting at element `offset`), K elements. The row is read once, front to
-// back: four 8-lane partial sums over 32-element steps, then 8-element steps into the first, a fixed
-// reduction, then the scalar tail. The same operations for every row, M, range and thread.
-template <WeightFormat FMT>
-inline float dot_row(const float* x, const void* w, int64_t offset, int64_t K) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+// x · (row of the weight starting at element `offset`), K elements, for R rows of x (ldx floats apart)
+// into s[0, R). The row is read once, front to back: per x row, four 8-lane partial sums over
+// 32-element steps, then 8-element steps into the first, a fixed reduction, then the scalar tail. The
+// same operations for every row, R, M, range and thread; with R > 1 each weight vector is converted
+// once for all R rows.
+template <WeightFormat FMT, int R>
+inline void dot_rows(const float* x, int64_t ldx, const void* w, int64_t offset, int64_t K, float* s) {
+  __m256 acc[R][4];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<FMT>(w, offset + k), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), load8<FMT>(w, offset + k + 8), a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), load8<FMT>(w, offset + k + 16), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), load8<FMT>(w, offset + k + 24), a3);
-  }
-  for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), load8<FMT>(w, offset + k), a0);
-  float s = vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; k < K; ++k) s += x[k] * load1<FMT>(w, offset + k);
-  return s;
-}
-
-// dot_row for two rows of x at once: for each, exactly dot_row's arithmetic (the same accumulators,
-// order and tails, so the same bits), with each weight vector loaded and converted once for both.
-template <WeightFormat FMT>
-inline void dot_row2(const float* x0, const float* x1, const void* w, int64_t offset, int64_t K, float& s0,
-                     float& s1) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    const __m256 w0 = load8<FMT>(w, offset + k), w1 = load8<FMT>(w, offset + k + 8);
-    const __m256 w2 = load8<FMT>(w, offset + k + 16), w3 = load8<FMT>(w, offset + k + 24);
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), w0, a0);
-    b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k), w0, b0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k + 8), w1, a1);
-    b1 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k + 8), w1, b1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k + 16), w2, a2);
-    b2 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k + 16), w2, b2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k + 24), w3, a3);
-    b3 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k + 24), w3, b3);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256 wv = load8<FMT>(w, offset + k + 8 * j);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * ldx + k + 8 * j), wv, acc[r][j]);
+    }
   }
   for (; k + 8 <= K; k += 8) {
-    const __m256 w0 = load8<FMT>(w, offset + k);
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), w0, a0);
-    b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k), w0, b0);
+    const __m256 wv = load8<FMT>(w, offset + k);
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * ldx + k), wv, acc[r][0]);
   }
-  s0 = vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  s1 = vec::hsum8(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
+  for (int r = 0; r < R; ++r)
+    s[r] = vec::hsum8(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
   for (; k < K; ++k) {
     const float v = load1<FMT>(w, offset + k);
-    s0 += x0[k] * v;
-    s1 += x1[k] * v;
+    for (int r = 0; r < R; ++r) s[r] += x[r * ldx + k] * v;
   }
+}
+
+template <WeightFormat FMT>
+inline float dot_row(const float* x, const void* w, int64_t offset, int64_t K) {
+  float s;
+  dot_rows<FMT, 1>(x, 0, w, offset, K, &s);
+  return s;
 }
 
 // Requests every cache line of weight row n.
@@ -326,10 +312,9 @@ void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias
     if constexpr (Dot == dot_row<FMT>) {
       // Rows of x in pairs: each weight vector is converted once per pair instead of once per row.
       for (; m + 2 <= M; m += 2) {
-        float s0, s1;
-        dot_row2<FMT>(x + m * K, x + (m + 1) * K, w.data, n * K, K, s0, s1);
-        y[m * N + n] = bias ? s0 + bias[n] : s0;
-        y[(m + 1) * N + n] = bias ? s1 + bias[n] : s1;
+        float s[2];
+        dot_rows<FMT, 2>(x + m * K, K, w.data, n * K, K, s);
+        for (int r = 0; r < 2; ++r) y[(m + r) * N + n] = bias ? s[r] + bias[n] : s[r];
       }
     }
     for (; m < M; ++m) {
@@ -387,20 +372,24 @@ struct QuantDecoder8 {
       return value(codes4x8(static_cast<const uint8_t*>(row) + k / 2));
     }
   }
-  // Values [k, k + 32) of a 4-bit row (k even) from one 16-byte load: Q4 widens the codes to int32
-  // lanes; Lut4 looks the fp16 entries up 16 codes at a time (pshufb on the entries' two bytes) and
-  // converts them, the same exact values as value().
+  // Values [k, k + 32) of the row (k even for the 4-bit formats), the same exact values as load(). The
+  // 4-bit formats split one 16-byte load: Q4 widens the codes to int32 lanes; Lut4 looks the fp16
+  // entries up 16 codes at a time (pshufb on the entries' two bytes) and converts them.
   void load32(const void* row, int64_t k, __m256 v[4]) const {
-    __m128i first, second;
-    split_codes32(static_cast<const uint8_t*>(row) + k / 2, first, second);
-    if constexpr (FMT == WeightFormat::Q4) {
-      v[0] = value(_mm256_cvtepu8_epi32(first));
-      v[1] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(first, first)));
-      v[2] = value(_mm256_cvtepu8_epi32(second));
-      v[3] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(second, second)));
+    if constexpr (FMT == WeightFormat::Q8) {
+      for (int i = 0; i < 4; ++i) v[i] = load(row, k + 8 * i);
     } else {
-      lut16(first, v[0], v[1]);
-      lut16(second, v[2], v[3]);
+      __m128i first, second;
+      split_codes32(static_cast<const uint8_t*>(row) + k / 2, first, second);
+      if constexpr (FMT == WeightFormat::Q4) {
+        v[0] = value(_mm256_cvtepu8_epi32(first));
+        v[1] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(first, first)));
+        v[2] = value(_mm256_cvtepu8_epi32(second));
+        v[3] = value(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(second, second)));
+      } else {
+        lut16(first, v[0], v[1]);
+        lut16(second, v[2], v[3]);
+      }
     }
   }
   void lut16(__m128i codes, __m256& v0, __m256& v1) const {
@@ -449,11 +438,7 @@ struct QuantRow256 {
       const int64_t end = min_i64(K, k + G);
       for (; k + 32 <= end; k += 32) {
         __m256 v[4];
-        if constexpr (FMT == WeightFormat::Q8) {
-          for (int i = 0; i < 4; ++i) v[i] = dec.load(row, k + 8 * i);
-        } else {
-          dec.load32(row, k, v);
-        }
+        dec.load32(row, k, v);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), v[0], a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), v[1], a1);
         a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), v[2], a2);
