@@ -158,10 +158,20 @@ void linear_blocked(const gemm::GemmKernels& kern, const PackedInput& a, int64_t
   });
 }
 
+// Runs a streaming GEMV over rows [0, n) in one contiguous range per thread. Each range is one
+// stream of weight rows with one prefetch ramp; the pool's default of four dynamic chunks per thread
+// restarted the ramp (and the 4-bit paths' reordering of x) at every chunk, which cost the decode
+// token's linears 15-25% on the 2-core AVX-512 machine (bench/RESULTS.md). A row's result does not
+// depend on its range.
+void gemv_per_thread(ThreadPool& pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t threads = pool.size();
+  pool.parallel_for(n, std::max<int64_t>(32, (n + threads - 1) / threads), fn);
+}
+
 void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
                  float* y, ThreadPool& pool) {
   if (M <= kern.gemv_max_m) {
-    pool.parallel_for(w.rows, 32, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
+    gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
     return;
   }
   linear_blocked(kern, pack_input(kern, x, M, w.cols, pool), M, w, bias, y, pool);
@@ -419,7 +429,7 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
     return;
   }
   // Rows [0, total) run over the outputs' rows one after the other.
-  pool.parallel_for(total, 32, [&](int64_t r0, int64_t r1) {
+  gemv_per_thread(pool, total, [&](int64_t r0, int64_t r1) {
     int64_t base = 0;
     for (const LinearOutput& o : outputs) {
       const int64_t b = std::max(r0, base) - base, e = std::min(r1, base + o.w.rows) - base;
