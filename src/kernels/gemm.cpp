@@ -160,8 +160,8 @@ void linear_blocked(const gemm::GemmKernels& kern, const PackedInput& a, int64_t
 
 // Runs a streaming GEMV over rows [0, n) in one contiguous range per thread. Each range is one
 // stream of weight rows with one prefetch ramp; the pool's default of four dynamic chunks per thread
-// restarted the ramp (and the 4-bit paths' reordering of x) at every chunk, which cost the decode
-// token's linears 15-25% on the 2-core AVX-512 machine (bench/RESULTS.md). A row's result does not
+// restarted the ramp (and the 4-bit paths' reordering of x) at every chunk: a decode token's linears
+// alone took 18-29% longer on the 2-core AVX-512 machine (bench/RESULTS.md). A row's result does not
 // depend on its range.
 void gemv_per_thread(ThreadPool& pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t threads = pool.size();
