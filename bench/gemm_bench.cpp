@@ -1,5 +1,5 @@
-// linear() on the models' shapes, ours (BF16 and F32 weights) against OpenBLAS cblas_sgemm (F32) in
-// the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second, and
+// linear() on the models' shapes, ours (BF16 and F32 weights; on avx512_bf16 also BF16 with
+// Precision::Fast) against OpenBLAS cblas_sgemm (F32) in the same run, in GFLOP/s; M <= 4 shapes also report the weight bytes streamed per second, and
 // kernel_in_cache measures the GEMM kernel alone against one core's FMA peak.
 // Threads: SMOLVLM_BENCH_THREADS (default 2), used by both libraries.
 // On a busy machine use repetitions and read the `max` aggregate of GFLOP/s (the best repetition):
@@ -71,12 +71,20 @@ void set_counters(benchmark::State& state, const Shape& s, double weight_bytes) 
         benchmark::Counter(double(s.N * s.K) * weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_ours(benchmark::State& state, Shape s, DType dt) {
+// The pool of the fast (bf16) products: the avx512 path with Precision::Fast.
+smolvlm::ThreadPool& fast_pool() {
+  static smolvlm::ThreadPool pool(smolvlm::bench::bench_threads(), smolvlm::KernelPath::Avx512,
+                                  smolvlm::Precision::Fast);
+  return pool;
+}
+
+void bm_ours(benchmark::State& state, Shape s, DType dt, smolvlm::Precision precision) {
   Operands o = make_operands(s, dt);
   smolvlm::WeightRef w{dt == DType::F32 ? static_cast<const void*>(o.w32.data()) : o.w16.data(),
                        smolvlm::dense_weight_format(dt), s.N, s.K};
+  smolvlm::ThreadPool& pool = precision == smolvlm::Precision::Fast ? fast_pool() : smolvlm::bench::bench_pool();
   for (auto _ : state) {
-    smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), smolvlm::bench::bench_pool());
+    smolvlm::linear(o.x.data(), s.M, w, nullptr, o.y.data(), pool);
     benchmark::DoNotOptimize(o.y.data());
   }
   set_counters(state, s, dt == DType::F32 ? 4 : 2);
@@ -134,10 +142,15 @@ void configure(benchmark::internal::Benchmark* b) {
 }
 
 int register_all() {
+  const smolvlm::Precision exact = smolvlm::Precision::Exact;
+  const bool fast = smolvlm::precision_supported(smolvlm::KernelPath::Avx512, smolvlm::Precision::Fast);
   for (const Shape& s : kShapes) {
     const std::string n = shape_name(s);
-    configure(benchmark::RegisterBenchmark(("ours_bf16/" + n).c_str(), bm_ours, s, DType::BF16));
-    configure(benchmark::RegisterBenchmark(("ours_f32/" + n).c_str(), bm_ours, s, DType::F32));
+    configure(benchmark::RegisterBenchmark(("ours_bf16/" + n).c_str(), bm_ours, s, DType::BF16, exact));
+    configure(benchmark::RegisterBenchmark(("ours_f32/" + n).c_str(), bm_ours, s, DType::F32, exact));
+    if (fast && s.M > 8)  // fewer rows stream the weights in fp32 in both precisions
+      configure(benchmark::RegisterBenchmark(("ours_bf16_fast/" + n).c_str(), bm_ours, s, DType::BF16,
+                                             smolvlm::Precision::Fast));
 #ifdef SMOLVLM_HAVE_OPENBLAS
     configure(benchmark::RegisterBenchmark(("openblas_f32/" + n).c_str(), bm_openblas, s));
 #endif

@@ -77,6 +77,13 @@ bool kernel_path_supported(KernelPath p) {
   return false;
 }
 
+const char* precision_name(Precision p) { return p == Precision::Fast ? "fast" : "exact"; }
+
+bool precision_supported(KernelPath path, Precision p) {
+  if (p == Precision::Exact) return kernel_path_supported(path);
+  return path == KernelPath::Avx512 && kernel_path_supported(path) && cpu_features().avx512bf16;
+}
+
 std::vector<KernelPath> supported_kernel_paths() {
   std::vector<KernelPath> v;
   for (KernelPath p : kAllKernelPaths)

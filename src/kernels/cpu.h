@@ -44,6 +44,15 @@ KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
 void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
+// The arithmetic of the blocked matrix products (prefill and vision; decode's streaming products and
+// attention are fp32 in both). Exact: fp32 operands and FMAs, the results HF computes in fp32. Fast:
+// both operands rounded to bf16 (round to nearest even) and multiplied with the bf16 dot-product
+// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate; opt-in, its error is measured
+// (README). Only the avx512 path on a CPU with avx512_bf16 has it.
+enum class Precision { Exact, Fast };
+const char* precision_name(Precision p);  // "exact", "fast"
+bool precision_supported(KernelPath path, Precision p);
+
 // The calling thread's kernel path for the object's lifetime, ahead of set_kernel_path() and
 // SMOLVLM_KERNELS; scopes nest (the previous one is back when the inner one ends). A ThreadPool runs
 // the work a thread submits under that thread's path, so the scope reaches the pool's workers too.

@@ -88,7 +88,10 @@ constexpr int kRowBlockTiles = 24;  // rows of x per block = mr * this (an L2-si
 struct PackedInput {
   const float* data;
   int64_t m_pad;
-  const float* tile(int64_t k0, int64_t kc, int64_t row) const { return data + k0 * m_pad + row * kc; }
+  int kpack;  // the kernels' K values per slot (k0 is a multiple of kc, so of kpack)
+  const float* tile(int64_t k0, int64_t kc, int64_t row) const {
+    return data + k0 / kpack * m_pad + row * ((kc + kpack - 1) / kpack);
+  }
 };
 
 // Packs row tiles [t0, t1) of x (rows ldx floats apart) into the PackedInput layout at dst.
@@ -98,7 +101,8 @@ void pack_input_tiles(const gemm::GemmKernels& kern, const float* x, int64_t ldx
     for (int64_t k0 = 0; k0 < K; k0 += kern.kc) {
       const int64_t kc = std::min<int64_t>(kern.kc, K - k0);
       const int64_t row = t * kern.mr;
-      kern.pack_a(x + row * ldx + k0, ldx, std::min<int64_t>(kern.mr, M - row), kc, dst + k0 * m_pad + row * kc);
+      kern.pack_a(x + row * ldx + k0, ldx, std::min<int64_t>(kern.mr, M - row), kc,
+                  dst + k0 / kern.kpack * m_pad + row * kern.slots(kc));
     }
 }
 
@@ -108,7 +112,7 @@ PackedInput pack_input(const gemm::GemmKernels& kern, const float* x, int64_t M,
   float* dst = t_packed_input.get(size_t(K * m_pad));
   pool.parallel_for(m_tiles, 8,
                     [&](int64_t t0, int64_t t1) { pack_input_tiles(kern, x, K, M, K, m_pad, t0, t1, dst); });
-  return {dst, m_pad};
+  return {dst, m_pad, kern.kpack};
 }
 
 // One task: output rows [m0, m1) x weight panels [p0, p1).
@@ -128,7 +132,8 @@ void blocked_task(const gemm::GemmKernels& kern, const PackedInput& a, const Wei
       kern.pack_b(w, n_start, np, pc, kc, packed);
       for (int64_t ic = m0; ic < m1; ic += row_block) {
         const int64_t mc = std::min(row_block, m1 - ic);
-        kern.macro(a.tile(pc, kc, ic), mc, packed, kc * kern.nr, n_valid, kc, y + ic * N + n_start, N, pc > 0,
+        kern.macro(a.tile(pc, kc, ic), mc, packed, kern.slots(kc) * kern.nr, n_valid, kc, y + ic * N + n_start, N,
+                   pc > 0,
                    last && bias ? bias + n_start : nullptr);
       }
     }
@@ -227,11 +232,14 @@ const gemm::GemmKernels* isa_kernels(bool faulty) {
   return faulty ? FaultyKernels<Real>::table() : &Real();
 }
 
-const gemm::GemmKernels* simd_kernels(KernelPath path, [[maybe_unused]] bool faulty) {
+const gemm::GemmKernels* simd_kernels(KernelPath path, [[maybe_unused]] Precision precision,
+                                      [[maybe_unused]] bool faulty) {
   switch (path) {
 #if SMOLVLM_HAVE_X86_KERNELS
     case KernelPath::Avx2: return isa_kernels<gemm::gemm_kernels_avx2>(faulty);
-    case KernelPath::Avx512: return isa_kernels<gemm::gemm_kernels_avx512>(faulty);
+    case KernelPath::Avx512:
+      return precision == Precision::Fast ? isa_kernels<gemm::gemm_kernels_avx512_bf16>(faulty)
+                                          : isa_kernels<gemm::gemm_kernels_avx512>(faulty);
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS
     case KernelPath::Neon: return isa_kernels<gemm::gemm_kernels_neon>(faulty);
@@ -240,10 +248,14 @@ const gemm::GemmKernels* simd_kernels(KernelPath path, [[maybe_unused]] bool fau
   }
 }
 
-PathKernels path_kernels(KernelPath path) {
+// The products of a pool (its path and precision: ThreadPool refuses a precision its path lacks) or,
+// for attention's packed products (always fp32), of a path.
+PathKernels path_kernels(KernelPath path, Precision precision = Precision::Exact) {
   const bool faulty = kernel_fault_injection();
-  return {simd_kernels(path, faulty), faulty ? faulty_rows : linear_rows};
+  return {simd_kernels(path, precision, faulty), faulty ? faulty_rows : linear_rows};
 }
+
+PathKernels path_kernels(const ThreadPool& pool) { return path_kernels(pool.task_kernel_path(), pool.precision()); }
 
 }  // namespace
 
@@ -391,7 +403,7 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   const int64_t n_pad = PanelLayout(kern, w.rows_, w.cols_).n_pad;
   float* a = t_packed_rows.get(size_t(K * m_pad));
   pack_input_tiles(*kern, x, ldx, M, K, m_pad, 0, m_tiles, a);
-  const PackedInput packed{a, m_pad};
+  const PackedInput packed{a, m_pad, 1};
   const int64_t row_block = int64_t(kern->mr) * kRowBlockTiles;
   for (int64_t k0 = 0; k0 < K; k0 += kern->kc) {
     // The K blocks of the packing; a K < cols may stop inside one, whose panels keep their stride.
@@ -409,7 +421,7 @@ void linear_reference(const float* x, int64_t M, const WeightRef& w, const float
 }
 
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
-  const gemm::GemmKernels* kern = path_kernels(pool.task_kernel_path()).simd;
+  const gemm::GemmKernels* kern = path_kernels(pool).simd;
   int64_t total = 0;
   for (const LinearOutput& o : outputs) {
     check_arguments(x, M, o.w, o.y);
@@ -453,7 +465,7 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
       for (int64_t n = 0; n < N; ++n) y[m * N + n] = bias ? bias[n] : 0.f;
     return;
   }
-  const PathKernels path = path_kernels(pool.task_kernel_path());
+  const PathKernels path = path_kernels(pool);
   if (path.simd)
     linear_simd(*path.simd, x, M, w, bias, y, pool);
   else  // each y element is one thread's K-order sum, whatever the partition

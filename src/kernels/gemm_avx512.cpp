@@ -1,6 +1,7 @@
-// AVX-512 kernels of linear(): an 8x32 micro kernel (16 zmm accumulators, fp32 FMAs only: bf16
+// AVX-512 kernels of linear(): an 8x32 micro kernel (16 zmm accumulators, fp32 FMAs: bf16
 // dot-product instructions would round the activations to bf16 and break fp32 exactness), weight
-// packing and the streaming GEMV shared with the AVX2 path (memory bound either way).
+// packing and the streaming GEMV shared with the AVX2 path (memory bound either way); and the opt-in
+// bf16 blocked products of Precision::Fast (the same blocking over bf16 pairs).
 #include <immintrin.h>
 
 #include "kernels/gemm_kernels.h"
@@ -500,6 +501,114 @@ void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, f
   });
 }
 
+// ---- Precision::Fast: bf16 operands, VDPBF16PS (each instruction: 16 lanes x one pair of products,
+// added to the fp32 accumulator) ----
+
+inline uint32_t bf16_pair(float lo, float hi) {
+  return uint32_t(f32_to_bf16(lo)) | uint32_t(f32_to_bf16(hi)) << 16;
+}
+
+// One row's kc values as ceil(kc/2) bf16 pairs (an odd tail paired with zero): 32 at a time with
+// the vector conversion (round to nearest even, as f32_to_bf16), the tail scalar.
+inline void bf16_pairs_of_row(const float* x, int64_t kc, uint32_t* out) {
+  int64_t k = 0;
+  for (; k + 32 <= kc; k += 32) {
+    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(x + k));
+    _mm512_storeu_si512(out + k / 2, reinterpret_cast<const __m512i&>(v));
+  }
+  for (; k + 1 < kc; k += 2) out[k / 2] = bf16_pair(x[k], x[k + 1]);
+  if (k < kc) out[k / 2] = bf16_pair(x[k], 0.f);
+}
+
+// One 8-row tile of x as dst[s*8 + r] = pair s of row r; rows >= `rows` are zero.
+void pack_a_bf16(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+  uint32_t pairs[kKc / 2];
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  const int64_t slots = (kc + 1) / 2;
+  for (int64_t r = 0; r < kMr; ++r) {
+    if (r < rows) bf16_pairs_of_row(x + r * ldx, kc, pairs);
+    for (int64_t s = 0; s < slots; ++s) d[s * kMr + r] = r < rows ? pairs[s] : 0u;
+  }
+}
+
+// Weight rows as bf16 pairs in 32-wide panels: dst[p*slots*32 + s*32 + j] = pair s of row n0+p*32+j
+// (columns k0..). BF16 weights are copied as they are stored (their pairs are already the slots);
+// other formats are converted to fp32 as the exact path packs them, then rounded.
+void pack_b_bf16(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  const int64_t slots = (kc + 1) / 2;
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  alignas(64) float panel[kKc * kNr];
+  alignas(64) uint32_t pairs[kKc / 2];
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* dp = d + p * slots * kNr;
+    const int64_t first = n0 + p * kNr;
+    if (w.format == WeightFormat::BF16 && w.cols % 2 == 0 && first + kNr <= w.rows) {
+      for (int64_t j = 0; j < kNr; ++j) {
+        const uint16_t* row = static_cast<const uint16_t*>(w.data) + (first + j) * w.cols + k0;
+        __builtin_memcpy(pairs, row, size_t(kc / 2) * 4);
+        if (kc % 2) pairs[kc / 2] = row[kc - 1];
+        for (int64_t s = 0; s < slots; ++s) dp[s * kNr + j] = pairs[s];
+      }
+      continue;
+    }
+    pack_b_panels<kNr>(w, first, 1, k0, kc, panel);  // panel[k*32 + j], rows past w.rows zero
+    for (int64_t s = 0; s < slots; ++s)
+      for (int64_t j = 0; j < kNr; ++j)
+        dp[s * kNr + j] = bf16_pair(panel[2 * s * kNr + j], 2 * s + 1 < kc ? panel[(2 * s + 1) * kNr + j] : 0.f);
+  }
+}
+
+// c[8][32] = (accumulate ? c : 0) + a · b (+ bias) over bf16 pairs: the K block in registers, one
+// pair per step in k order, then the old c added, as micro_8x32.
+inline void micro_8x32_bf16(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
+                            const float* bias) {
+  for (int i = 0; i < kMr; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
+  }
+  __m512 acc[kMr][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const int64_t slots = (kc + 1) / 2;
+#pragma GCC unroll 2
+  for (int64_t s = 0; s < slots; ++s) {
+    const __m512 b0f = _mm512_load_ps(b), b1f = _mm512_load_ps(b + 16);
+    const __m512bh b0 = reinterpret_cast<const __m512bh&>(b0f), b1 = reinterpret_cast<const __m512bh&>(b1f);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 af = _mm512_set1_ps(a[i]);  // the pair's 32 bits in every lane
+      const __m512bh av = reinterpret_cast<const __m512bh&>(af);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) {
+    float* ci = c + i * ldc;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (accumulate) {
+      v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0);
+      v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1);
+    }
+    if (bias) {
+      v0 = _mm512_add_ps(v0, bias0);
+      v1 = _mm512_add_ps(v1, bias1);
+    }
+    _mm512_storeu_ps(ci, v0);
+    _mm512_storeu_ps(ci + 16, v1);
+  }
+}
+
+void macro_bf16(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride, int64_t n_valid,
+                int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+  macro_kernel<kMr, kNr, decltype(&micro_8x32_bf16), 2>(micro_8x32_bf16, packed_a, mc, packed_b, b_panel_stride,
+                                                         n_valid, kc, y, ldy, accumulate, bias);
+}
+
 GemmKernels make_kernels() {
   GemmKernels k = KernelSet<kMr, kNr, kKc, micro_8x32, QuantRow512>::table("avx512");
   k.gemv = gemv512;
@@ -511,8 +620,21 @@ GemmKernels make_kernels() {
 
 const GemmKernels kKernels = make_kernels();
 
+GemmKernels make_bf16_kernels() {
+  GemmKernels k = make_kernels();
+  k.name = "avx512-bf16";
+  k.pack_a = pack_a_bf16;
+  k.pack_b = pack_b_bf16;
+  k.macro = macro_bf16;
+  k.kpack = 2;
+  return k;
+}
+
+const GemmKernels kBf16Kernels = make_bf16_kernels();
+
 }  // namespace
 
 const GemmKernels& gemm_kernels_avx512() { return kKernels; }
+const GemmKernels& gemm_kernels_avx512_bf16() { return kBf16Kernels; }
 
 }  // namespace smolvlm::gemm

@@ -39,6 +39,14 @@ struct GemmKernels {
   // Rows [n0, n1) of y for M <= gemv_max_m, reading the weight directly (decode).
   void (*gemv)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                int64_t n1);
+
+  // K values per packed 32-bit slot: 1 for fp32 panels; 2 for bf16 pairs (Precision::Fast), where
+  // slot s of a packed row holds values 2s (low half) and 2s+1 (high half), an odd K block's last
+  // slot padded with zero. A K block of kc values takes ceil(kc / kpack) slots: pack_a writes mr
+  // slots per slot index, pack_b nr per panel per slot index, and the panel stride and the tiles of
+  // packed x are counted in slots.
+  int kpack = 1;
+  int64_t slots(int64_t kc) const { return (kc + kpack - 1) / kpack; }
 };
 
 // Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
@@ -47,6 +55,9 @@ struct GemmKernels {
 
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
+// The avx512 kernels with bf16 blocked products (Precision::Fast; needs avx512_bf16): the same
+// blocking and the same fp32 streaming GEMV.
+const GemmKernels& gemm_kernels_avx512_bf16();
 const GemmKernels& gemm_kernels_neon();
 
 }  // namespace smolvlm::gemm

@@ -542,17 +542,18 @@ inline void tile(Micro micro, const float* a, const float* b, int64_t kc, float*
 }
 
 // Panels outer (one packed weight panel stays in L1), MR-row tiles of packed x inner (from L2).
-template <int MR, int NR, typename Micro>
+// KPACK: K values per packed slot (GemmKernels::kpack); a row tile of packed x is MR slots per slot index.
+template <int MR, int NR, typename Micro, int KPACK = 1>
 void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride,
                   int64_t n_valid, int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
-  const int64_t panels = (n_valid + NR - 1) / NR;
+  const int64_t panels = (n_valid + NR - 1) / NR, a_slots = (kc + KPACK - 1) / KPACK;
   for (int64_t p = 0; p < panels; ++p) {
     const float* b = packed_b + p * b_panel_stride;
     const int64_t nv = min_i64(NR, n_valid - p * NR);
     const float* bias_p = bias ? bias + p * NR : nullptr;
     float* yp = y + p * NR;
     for (int64_t i = 0; i < mc; i += MR)
-      tile<MR, NR>(micro, packed_a + i * kc, b, kc, yp + i * ldy, ldy, min_i64(MR, mc - i), nv, accumulate,
+      tile<MR, NR>(micro, packed_a + i * a_slots, b, kc, yp + i * ldy, ldy, min_i64(MR, mc - i), nv, accumulate,
                    bias_p);
   }
 }

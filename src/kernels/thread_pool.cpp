@@ -48,12 +48,17 @@ struct RunningPoolScope {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path) : num_threads_(num_threads), path_(path) {
+ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path, Precision precision)
+    : num_threads_(num_threads), path_(path), precision_(precision) {
   if (num_threads < 1 || num_threads > 1024)
     throw bad_input("thread count " + std::to_string(num_threads) + " is out of range (1..1024)");
   if (path && !kernel_path_supported(*path))
     throw unsupported(std::string("thread pool: kernel path ") + kernel_path_name(*path) +
                       " is not supported by this CPU");
+  if (precision == Precision::Fast && !(path && precision_supported(*path, precision)))
+    throw unsupported(std::string("thread pool: precision fast needs the avx512 kernel path on a CPU with "
+                                  "avx512_bf16 (") + (path ? kernel_path_name(*path) : "no path") + " given" +
+                      (cpu_features().avx512bf16 ? ")" : "; this CPU has no avx512_bf16)"));
   for (int i = 1; i < num_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 

@@ -25,14 +25,18 @@ namespace smolvlm {
 class ThreadPool {
  public:
   // num_threads >= 1 (the caller's thread counts as one). With a path, all the pool's work runs on
-  // it whatever the submitting thread's path (Error(Unsupported) if the CPU cannot run it).
-  explicit ThreadPool(int num_threads, std::optional<KernelPath> path = std::nullopt);
+  // it whatever the submitting thread's path (Error(Unsupported) if the CPU cannot run it). The
+  // matrix products given this pool use its precision; Precision::Fast needs a pool path that has it
+  // (precision_supported), else Error(Unsupported).
+  explicit ThreadPool(int num_threads, std::optional<KernelPath> path = std::nullopt,
+                      Precision precision = Precision::Exact);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return num_threads_; }
   std::optional<KernelPath> kernel_path() const { return path_; }
+  Precision precision() const { return precision_; }
   // The path work submitted from the calling thread runs under: the pool's, else the caller's active
   // path. Kernels choose their instruction set by it before they split the work.
   KernelPath task_kernel_path() const { return path_ ? *path_ : active_kernel_path(); }
@@ -51,6 +55,7 @@ class ThreadPool {
 
   int num_threads_;
   std::optional<KernelPath> path_;
+  Precision precision_;
   KernelPath job_path_ = KernelPath::Scalar;  // the current job's; written before generation_ moves
   std::vector<std::thread> threads_;
   std::mutex mu_;
