@@ -83,6 +83,12 @@ typedef struct smolvlm_model_options {
   /* Images whose vision output is kept for later requests with the same pixels (the tower is then
    * skipped: the same features, exactly); 0 keeps none. Default 8. */
   int32_t vision_cache_images;
+  /* Arithmetic of the vision and prefill matrix products: NULL, "" or "exact" (fp32, the results HF
+   * computes; the default), or "fast" (operands rounded to bf16, VDPBF16PS: about twice the speed
+   * where the CPU has avx512_bf16, at the accuracy cost the README measures; decode's products and
+   * attention stay fp32). "fast" needs the avx512 kernel path and avx512_bf16, else
+   * SMOLVLM_ERR_UNSUPPORTED at load. */
+  const char* precision;
 } smolvlm_model_options;
 
 SMOLVLM_API void smolvlm_model_options_init(smolvlm_model_options* options);
@@ -101,6 +107,7 @@ typedef struct smolvlm_model_info {
   const char* architecture; /* HF class: "Idefics3ForConditionalGeneration", "LlamaForCausalLM" */
   const char* path;         /* the model folder */
   const char* kernel_path;  /* the kernels this model runs on */
+  const char* precision;    /* "exact" or "fast" (smolvlm_model_options.precision) */
   int32_t threads;          /* worker threads per session */
   int32_t has_vision;       /* 1 when the model takes images */
   int64_t max_context;      /* the largest session context this model allows */

@@ -35,6 +35,7 @@ struct smolvlm_model {
   const smolvlm::Model& weights() const;
   int threads = 1;
   smolvlm::KernelPath kernel_path = smolvlm::KernelPath::Scalar;
+  smolvlm::Precision precision = smolvlm::Precision::Exact;
   int64_t max_context = 0;
 
   // The text assets load on a second thread from load time (with one thread, on first use); the
@@ -49,7 +50,7 @@ struct smolvlm_model {
 
 struct smolvlm_session {
   smolvlm_session(smolvlm_model& m, int64_t capacity)
-      : model(m), pool(m.threads, m.kernel_path), session(m.weights(), pool, capacity) {}
+      : model(m), pool(m.threads, m.kernel_path, m.precision), session(m.weights(), pool, capacity) {}
   ~smolvlm_session() { session.set_decode_group(nullptr); }
   smolvlm_session(const smolvlm_session&) = delete;
   smolvlm_session& operator=(const smolvlm_session&) = delete;

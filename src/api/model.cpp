@@ -43,6 +43,16 @@ KernelPath kernel_path_named(const char* name) {
   throw bad_input(std::string("kernel path \"") + name + "\": expected scalar, avx2, avx512 or neon");
 }
 
+Precision precision_named(const char* name, KernelPath path) {
+  if (!name || !*name || std::string(name) == "exact") return Precision::Exact;
+  if (std::string(name) != "fast") throw bad_input(std::string("precision \"") + name + "\": expected exact or fast");
+  if (!precision_supported(path, Precision::Fast))
+    throw unsupported(std::string("precision fast: it needs the avx512 kernel path on a CPU with avx512_bf16 (kernel "
+                                  "path ") + kernel_path_name(path) +
+                      (cpu_features().avx512bf16 ? "" : "; this CPU has no avx512_bf16") + ")");
+  return Precision::Fast;
+}
+
 int thread_count(int32_t asked) {
   if (asked < 0 || asked > 1024) throw bad_input("threads must be in [0, 1024], got " + std::to_string(asked));
   if (asked > 0) return asked;
@@ -92,6 +102,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     auto m = std::make_unique<smolvlm_model>();
     m->threads = thread_count(o.threads);
     m->kernel_path = kernel_path_named(o.kernel_path);
+    m->precision = precision_named(o.precision, m->kernel_path);
     if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
     if (o.vision_cache_images < 0)
       throw bad_input("vision_cache_images must be >= 0, got " + std::to_string(o.vision_cache_images));
@@ -138,6 +149,7 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
     r.architecture = cfg.architecture_name();
     r.path = cfg.dir.c_str();
     r.kernel_path = kernel_path_name(model->kernel_path);
+    r.precision = precision_name(model->precision);
     r.threads = model->threads;
     r.has_vision = vlm ? 1 : 0;
     r.max_context = model->max_context;

@@ -144,7 +144,7 @@ RequestResult run(smolvlm_model& m, smolvlm_session* session, const smolvlm_requ
   capi::check_context(m, req.context);
   ThreadPool* pool = session ? &session->pool : nullptr;
   std::optional<ThreadPool> request_pool;
-  if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path);
+  if (!pool) pool = &request_pool.emplace(m.threads, m.kernel_path, m.precision);
   const Model& model = m.weights();
   PreparedPrompt prompt = prepare_prompt(model, [&m]() -> const TextAssets& { return m.text_assets(); }, input, *pool,
                                          session ? between_group_steps(session) : ChunkRunner{});

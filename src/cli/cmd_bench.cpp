@@ -20,6 +20,7 @@
 
 #include "ceilings/measure.h"
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 
 namespace smolvlm::cli {
 
@@ -31,6 +32,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct BenchArgs {
   std::string model;
   std::string image;
+  std::string precision;  // empty: the library's default (exact)
   bool split = false, no_split = false;
   int threads = 2;
   int decode_tokens = 64;
@@ -104,7 +106,8 @@ int run_bench(const BenchArgs& a) {
   smolvlm_model_options mo;
   smolvlm_model_options_init(&mo);
   mo.threads = a.threads;
-  mo.vision_cache_images = 0;  // every vision pass timed runs the tower (the same image each time)
+  mo.vision_cache_images = 0;
+  if (!a.precision.empty()) mo.precision = a.precision.c_str();  // every vision pass timed runs the tower (the same image each time)
   std::optional<bench::OpenBlasSgemm> blas;
   if (!a.skip_ceilings) blas.emplace(a.threads);
 
@@ -114,6 +117,7 @@ int run_bench(const BenchArgs& a) {
   const smolvlm_model_info info = model.info();
   out["threads"] = a.threads;
   out["kernel_path"] = info.kernel_path;
+  out["precision"] = info.precision;
   std::fprintf(stderr, "loaded %s in %.3f s\n", info.architecture, out["load_s"].get<double>());
   t = Clock::now();
   model.tokenizer();  // the part of its load that the model's load did not overlap
@@ -289,6 +293,7 @@ static Command bench_command(
       sub.add_option("--threads", a->threads, "Worker threads")->check(CLI::Range(1, 256));
       sub.add_option("--decode-tokens", a->decode_tokens, "Tokens timed for decode")->check(CLI::Range(2, 100000));
       sub.add_option("--caption-tokens", a->caption_tokens, "New tokens of the timed caption")->check(CLI::Range(1, 100000));
+      add_precision_flag(sub, a->precision);
       sub.add_flag("--no-ceilings", a->skip_ceilings, "Skip the FMA/triad/read/OpenBLAS measurements");
       sub.add_flag("--json", a->json, "Print the figures as JSON");
       return [a] {

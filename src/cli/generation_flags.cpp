@@ -22,21 +22,29 @@ int print_piece(const char* piece, size_t size, void*) {
   return 1;
 }
 
-std::string timing_report(const smolvlm_result& r, double load_s, int threads) {
+std::string timing_report(const smolvlm_result& r, double load_s, const smolvlm_model_info& info) {
   const auto& t = r.timings;
   const size_t decoded = r.n_tokens == 0 ? 0 : r.n_tokens - 1;  // the first comes from the prefill
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "load %.3f s, preprocess %.3f s, vision %.3f s, prefill %.3f s (%lld tokens, %.1f tok/s), "
-                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, %d threads; finish: %s",
+                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, precision %s, %d threads; finish: %s",
                 load_s, t.preprocess_s, t.vision_s, t.prefill_s, static_cast<long long>(r.prompt_tokens),
                 t.prefill_s > 0 ? r.prompt_tokens / t.prefill_s : 0.0, t.decode_s, decoded,
-                t.decode_s > 0 ? decoded / t.decode_s : 0.0, r.kernel_path, threads,
+                t.decode_s > 0 ? decoded / t.decode_s : 0.0, r.kernel_path, info.precision, info.threads,
                 smolvlm_finish_reason_name(r.finish_reason));
   return buf;
 }
 
 }  // namespace
+
+void add_precision_flag(CLI::App& sub, std::string& precision) {
+  sub.add_option("--precision", precision,
+                 "arithmetic of the vision and prefill products: exact (fp32, as HF; the default) or fast (bf16 "
+                 "operands, about twice as fast; needs avx512_bf16 and the avx512 kernels; its accuracy cost is "
+                 "in the README)")
+      ->check(CLI::IsMember({"exact", "fast"}));
+}
 
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help) {
   sub.add_option("--model", f.model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
@@ -45,6 +53,7 @@ void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& 
   sub.add_option("--threads", f.threads, "worker threads (default: all cores)");
   sub.add_option("--kernels", f.kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() +
                                              " on this CPU (default: the best; also SMOLVLM_KERNELS)");
+  add_precision_flag(sub, f.precision);
   sub.add_option("--temperature", f.temperature, "sample with this temperature (0: greedy)")->capture_default_str();
   sub.add_option("--top-k", f.top_k, "sample among the k most likely tokens (0: off)");
   sub.add_option("--top-p", f.top_p, "nucleus sampling mass (1: off)");
@@ -68,6 +77,7 @@ api::Model load_model(const GenerationFlags& f) {
   smolvlm_model_options_init(&mo);
   mo.threads = f.threads;
   if (!f.kernels.empty()) mo.kernel_path = f.kernels.c_str();
+  if (!f.precision.empty()) mo.precision = f.precision.c_str();
   return api::Model::load(f.model, &mo);
 }
 
@@ -102,7 +112,7 @@ int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
     std::cout << result_json(r.raw(), load).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << "\n";
-  if (f.verbose) std::cerr << timing_report(r.raw(), load, model.info().threads) << "\n";
+  if (f.verbose) std::cerr << timing_report(r.raw(), load, model.info()) << "\n";
   return 0;
 }
 

@@ -15,7 +15,7 @@
 namespace smolvlm::cli {
 
 struct GenerationFlags {
-  std::string model, dump, kernels;
+  std::string model, dump, kernels, precision;
   int64_t max_new_tokens = 256, ctx = 0;
   int32_t top_k = 0;
   int threads = 0;
@@ -27,8 +27,10 @@ struct GenerationFlags {
 };
 
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help);
+// --precision exact|fast into `precision` (empty when not given: the library's default, exact).
+void add_precision_flag(CLI::App& sub, std::string& precision);
 
-// The model named by --model, with the flags' threads and kernel path.
+// The model named by --model, with the flags' threads, kernel path and precision.
 api::Model load_model(const GenerationFlags& f);
 
 // Puts the flags' generation length, sampling, stops, dump folder and streaming (stdout unless --json)
