@@ -2,6 +2,8 @@
 // connector when the case has images, the prefill logits, and the greedy steps with their logits.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -19,8 +21,7 @@ struct CaseRun {
   GenerationResult generation;
 };
 
-inline CaseRun run_golden(const Model& model, const Golden& g, int threads) {
-  ThreadPool pool(threads);
+inline CaseRun run_golden(const Model& model, const Golden& g, ThreadPool& pool) {
   CaseRun r;
   const std::vector<int64_t> ids = g.ids("input_ids");
   const int64_t max_new = g.spec["max_new_tokens"].get<int64_t>();
@@ -42,6 +43,40 @@ inline CaseRun run_golden(const Model& model, const Golden& g, int threads) {
   opt.keep_step_logits = true;
   r.generation = generate(session, ids, opt);
   return r;
+}
+
+inline CaseRun run_golden(const Model& model, const Golden& g, int threads) {
+  ThreadPool pool(threads);
+  return run_golden(model, g, pool);
+}
+
+// All logits of a run: the prefill's then every step's.
+inline std::vector<float> all_logits(const CaseRun& r) {
+  std::vector<float> v = r.prefill_logits;
+  v.insert(v.end(), r.generation.step_logits.begin(), r.generation.step_logits.end());
+  return v;
+}
+
+// Mean KL(p || q) over the rows of two [rows, V] logit arrays, and the fraction of rows whose argmax agree.
+inline void agreement(const std::vector<float>& p, const std::vector<float>& q, int64_t V, double* kl, double* top1) {
+  const int64_t rows = int64_t(p.size()) / V;
+  double total = 0, same = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = p.data() + r * V;
+    const float* b = q.data() + r * V;
+    const double ma = *std::max_element(a, a + V), mb = *std::max_element(b, b + V);
+    double za = 0, zb = 0;
+    for (int64_t i = 0; i < V; ++i) za += std::exp(a[i] - ma), zb += std::exp(b[i] - mb);
+    double k = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      const double lpa = a[i] - ma - std::log(za), lpb = b[i] - mb - std::log(zb);
+      k += std::exp(lpa) * (lpa - lpb);
+    }
+    total += k;
+    same += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+  }
+  *kl = total / double(rows);
+  *top1 = same / double(rows);
 }
 
 }  // namespace smolvlm::test

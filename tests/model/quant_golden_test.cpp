@@ -58,35 +58,6 @@ const Model& original_for(const Golden& g) {
   return *m;
 }
 
-// All logits of a run: the prefill's then every step's.
-std::vector<float> all_logits(const CaseRun& r) {
-  std::vector<float> v = r.prefill_logits;
-  v.insert(v.end(), r.generation.step_logits.begin(), r.generation.step_logits.end());
-  return v;
-}
-
-// Mean KL(p || q) over the rows of two [rows, V] logit arrays, and the fraction of rows whose argmax agree.
-void agreement(const std::vector<float>& p, const std::vector<float>& q, int64_t V, double* kl, double* top1) {
-  const int64_t rows = int64_t(p.size()) / V;
-  double total = 0, same = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* a = p.data() + r * V;
-    const float* b = q.data() + r * V;
-    const double ma = *std::max_element(a, a + V), mb = *std::max_element(b, b + V);
-    double za = 0, zb = 0;
-    for (int64_t i = 0; i < V; ++i) za += std::exp(a[i] - ma), zb += std::exp(b[i] - mb);
-    double k = 0;
-    for (int64_t i = 0; i < V; ++i) {
-      const double lpa = a[i] - ma - std::log(za), lpb = b[i] - mb - std::log(zb);
-      k += std::exp(lpa) * (lpa - lpb);
-    }
-    total += k;
-    same += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
-  }
-  *kl = total / double(rows);
-  *top1 = same / double(rows);
-}
-
 class QuantGolden : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(QuantGolden, ExactToItsDequantizedSelfOnEveryPath) {
@@ -98,13 +69,13 @@ TEST_P(QuantGolden, ExactToItsDequantizedSelfOnEveryPath) {
     const ScopedKernelPath scalar(KernelPath::Scalar);
     ref = test::run_golden(*m.dequantized, g, 1);
   }
-  const std::vector<float> want = all_logits(ref);
+  const std::vector<float> want = test::all_logits(ref);
   float worst = 0;
   for (KernelPath path : supported_kernel_paths()) {
     const ScopedKernelPath scope(path);
     SCOPED_TRACE(kernel_path_name(path));
     const CaseRun two = test::run_golden(*m.quantized, g, 2);
-    const std::vector<float> got = all_logits(two);
+    const std::vector<float> got = test::all_logits(two);
     ASSERT_EQ(got.size(), want.size());
     const float err = test::max_abs_diff(got.data(), want.data(), int64_t(got.size()));
     worst = std::max(worst, err);
@@ -117,18 +88,18 @@ TEST_P(QuantGolden, ExactToItsDequantizedSelfOnEveryPath) {
     }
     if (path == best_kernel_path()) {
       const CaseRun one = test::run_golden(*m.quantized, g, 1);
-      EXPECT_EQ(all_logits(one), got) << "1 and 2 threads differ";
+      EXPECT_EQ(test::all_logits(one), got) << "1 and 2 threads differ";
       EXPECT_EQ(one.generation.ids, two.generation.ids);
     }
   }
   // Accuracy against the unquantized model, on the quantized model's own greedy path: measured only.
   const CaseRun base = test::run_golden(original_for(g), g, 2);
   const int64_t V = original_for(g).text().vocab();
-  const size_t rows = std::min(all_logits(base).size(), want.size()) / size_t(V);
-  std::vector<float> a = all_logits(base), b = want;
+  const size_t rows = std::min(test::all_logits(base).size(), want.size()) / size_t(V);
+  std::vector<float> a = test::all_logits(base), b = want;
   a.resize(rows * V), b.resize(rows * V);
   double kl = 0, top1 = 0;
-  agreement(a, b, V, &kl, &top1);
+  test::agreement(a, b, V, &kl, &top1);
   std::printf("[quant] %-5s %-24s self %.2e  vs base: top1 %.3f  KL %.3e  ids %s\n", scheme.c_str(), name.c_str(), worst,
               top1, kl, base.generation.ids == ref.generation.ids ? "same" : "differ");
 }
