@@ -60,7 +60,7 @@ def _options(max_new_tokens, split, stop, stop_ids, context, ignore_eos, samplin
 class Model:
     """A loaded model: SmolVLM (images and text) or a Llama-family text model.
 
-    Model(path_or_hub_id, threads=None, ctx=None, kernels=None, load_weights=True)
+    Model(path_or_hub_id, threads=None, ctx=None, kernels=None, load_weights=True, precision=None)
 
     path_or_hub_id: a model folder (config.json, *.safetensors, tokenizer.json, ...) or a hub id
         "org/name[@revision]" already in the HuggingFace cache (the network is never used).
@@ -68,6 +68,8 @@ class Model:
     ctx: upper bound on any request's context (None: the model's, within 2 GiB of KV cache).
     kernels: "scalar", "avx2", "avx512" or "neon" (None: the best this CPU runs; one it cannot run is an error).
     load_weights: False reads only the configs and tokenizer (tokenize, render prompts, info).
+    precision: "exact" (None: fp32, the results HF computes) or "fast" (bf16 vision and prefill
+        products, about twice as fast; needs avx512_bf16, else an error; its cost is in the README).
 
     One Model serves many threads at once, each request on a session of its own.
 
@@ -79,8 +81,9 @@ class Model:
     """
 
     def __init__(self, path_or_hub_id: Union[str, os.PathLike], threads: Optional[int] = None,
-                 ctx: Optional[int] = None, kernels: Optional[str] = None, load_weights: bool = True):
-        self._m = _smolvlm._Model(os.fspath(path_or_hub_id), threads, ctx, kernels, load_weights)
+                 ctx: Optional[int] = None, kernels: Optional[str] = None, load_weights: bool = True,
+                 precision: Optional[str] = None):
+        self._m = _smolvlm._Model(os.fspath(path_or_hub_id), threads, ctx, kernels, load_weights, precision)
 
     def info(self) -> dict:
         """The architecture, parameters per component, sizes, context length and kernel path."""

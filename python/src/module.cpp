@@ -356,6 +356,7 @@ py::dict model_info(const ModelPtr& m) {
   d["architecture"] = i.architecture;
   d["path"] = i.path;
   d["kernel_path"] = i.kernel_path;
+  d["precision"] = i.precision;
   d["threads"] = i.threads;
   d["has_vision"] = i.has_vision != 0;
   d["max_context"] = i.max_context;
@@ -386,12 +387,13 @@ py::dict model_info(const ModelPtr& m) {
 }
 
 ModelPtr load_model(const std::string& path, std::optional<int> threads, std::optional<int64_t> ctx,
-                    std::optional<std::string> kernels, bool load_weights) {
+                    std::optional<std::string> kernels, bool load_weights, std::optional<std::string> precision) {
   smolvlm_model_options o;
   smolvlm_model_options_init(&o);
   if (threads) o.threads = *threads;
   if (ctx) o.max_context = *ctx;
   if (kernels) o.kernel_path = kernels->c_str();
+  if (precision) o.precision = precision->c_str();
   o.load_weights = load_weights ? 1 : 0;
   py::gil_scoped_release nogil;
   return std::make_shared<smolvlm::api::Model>(smolvlm::api::Model::load(path, &o));
@@ -490,7 +492,7 @@ PYBIND11_MODULE(_smolvlm, m) {
 
   py::class_<smolvlm::api::Model, ModelPtr>(m, "_Model")
       .def(py::init(&load_model), py::arg("path"), py::arg("threads") = py::none(), py::arg("ctx") = py::none(),
-           py::arg("kernels") = py::none(), py::arg("load_weights") = true)
+           py::arg("kernels") = py::none(), py::arg("load_weights") = true, py::arg("precision") = py::none())
       .def("info", &model_info)
       .def("caption", [](const ModelPtr& m, const py::object& images, const std::string& prompt, const py::dict& opts) {
         return run(m, *caption_request(images, prompt, opts));

@@ -132,6 +132,26 @@ class ModelTest(unittest.TestCase):
         self.assertIn("smolvlm-tiny", repr(self.m))
         self.assertEqual(smolvlm.Model(TINY, threads=1, ctx=512).info()["max_context"], 512)
 
+    def test_precision(self):
+        self.assertEqual(self.m.info()["precision"], "exact")
+        with self.assertRaisesRegex(Exception, "expected exact or fast"):
+            smolvlm.Model(TINY, precision="half")
+        with self.assertRaisesRegex(Exception, "avx512_bf16"):
+            smolvlm.Model(TINY, kernels="scalar", precision="fast")
+        bad = cli("caption", "--model", TINY, "--precision", "half", FLOWER, check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--precision", bad.stderr)
+        try:
+            fast = smolvlm.Model(TINY, threads=2, precision="fast")
+        except Exception as e:  # a CPU without avx512_bf16 refuses it, naming what is missing
+            self.assertIn("avx512_bf16", str(e))
+            self.skipTest(str(e))
+        self.assertEqual(fast.info()["precision"], "fast")
+        r = fast.caption(FLOWER, max_new_tokens=6, split=False)
+        c = cli_json("caption", "--model", TINY, "--threads", "2", "--precision", "fast", "--no-split",
+                     "--max-new-tokens", "6", "--json", FLOWER)
+        self.assertEqual(list(r.token_ids), c["token_ids"])
+
     def test_image_inputs_bit_identical(self):
         odd = [os.path.join(IMAGES, "odd", n) for n in ("gen_513x513.png", "gen_pal4bit.png", "gen_1024x512.jpg")]
         for path in [FLOWER] + odd:

@@ -333,8 +333,23 @@ TEST(Api, EveryErrorCodeFromBadInputWithItsMessage) {
     return smolvlm_model_load(tiny_llama().c_str(), &o, &model);
   });
 
+  expect_error(SMOLVLM_ERR_BAD_INPUT, "precision", [&] {
+    smolvlm_model_options o;
+    smolvlm_model_options_init(&o);
+    o.precision = "half";
+    return smolvlm_model_load(tiny_llama().c_str(), &o, &model);
+  });
+  expect_error(SMOLVLM_ERR_UNSUPPORTED, "avx512_bf16", [&] {
+    smolvlm_model_options o;
+    smolvlm_model_options_init(&o);
+    o.kernel_path = "scalar";
+    o.precision = "fast";
+    return smolvlm_model_load(tiny_llama().c_str(), &o, &model);
+  });
+
   const api::Model llama = load(tiny_llama());
   const api::Model vlm = load(tiny_vlm());
+  EXPECT_STREQ(llama.info().precision, "exact");
   smolvlm_result result;
   // Unsupported: an image for a text-only model.
   Chat chat;
