@@ -77,28 +77,8 @@ double best_pass_gbs(ThreadPool& pool, double bytes_per_pass, double seconds, co
   return best;
 }
 
-}  // namespace
-
-double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds) {
-  if (!kernel_path_supported(path))
-    throw unsupported(std::string("FMA peak: this CPU cannot run the ") + kernel_path_name(path) + " path");
-  float (*loop)(long) = scalar_loop;
-  double flops_per_iteration = kScalarChains * 2;
-#if SMOLVLM_HAVE_X86_KERNELS
-  if (path == KernelPath::Avx2) {
-    loop = ceilings_detail::fma_loop_avx2;
-    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx2();
-  } else if (path == KernelPath::Avx512) {
-    loop = ceilings_detail::fma_loop_avx512;
-    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx512();
-  }
-#endif
-#if SMOLVLM_HAVE_NEON_KERNELS
-  if (path == KernelPath::Neon) {
-    loop = ceilings_detail::fma_loop_neon;
-    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_neon();
-  }
-#endif
+// The best rate of `loop` on every pool thread at once, in GFLOP/s.
+double best_loop_gflops(float (*loop)(long), double flops_per_iteration, ThreadPool& pool, double seconds) {
   // Calibrate on one thread to runs of ~2 ms (short enough to fit in one scheduler slice on a busy
   // machine), then take the best of the timed runs.
   long iterations = 1 << 12;
@@ -122,6 +102,40 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
     best = std::max(best, flops_per_iteration * double(iterations) * pool.size() / dt / 1e9);
   } while (seconds_since(start) < seconds);
   return best;
+}
+
+}  // namespace
+
+double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds) {
+  if (!kernel_path_supported(path))
+    throw unsupported(std::string("FMA peak: this CPU cannot run the ") + kernel_path_name(path) + " path");
+  float (*loop)(long) = scalar_loop;
+  double flops_per_iteration = kScalarChains * 2;
+#if SMOLVLM_HAVE_X86_KERNELS
+  if (path == KernelPath::Avx2) {
+    loop = ceilings_detail::fma_loop_avx2;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx2();
+  } else if (path == KernelPath::Avx512) {
+    loop = ceilings_detail::fma_loop_avx512;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_avx512();
+  }
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (path == KernelPath::Neon) {
+    loop = ceilings_detail::fma_loop_neon;
+    flops_per_iteration = ceilings_detail::fma_flops_per_iteration_neon();
+  }
+#endif
+  return best_loop_gflops(loop, flops_per_iteration, pool, seconds);
+}
+
+double measure_bf16_dot_peak_gflops([[maybe_unused]] ThreadPool& pool, [[maybe_unused]] double seconds) {
+#if SMOLVLM_HAVE_X86_KERNELS
+  if (precision_supported(KernelPath::Avx512, Precision::Fast))
+    return best_loop_gflops(ceilings_detail::bf16_dot_loop_avx512,
+                            ceilings_detail::bf16_dot_flops_per_iteration_avx512(), pool, seconds);
+#endif
+  throw unsupported("bf16 dot-product peak: this CPU has no avx512 path with avx512_bf16");
 }
 
 double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array, double seconds) {

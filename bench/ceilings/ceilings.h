@@ -16,6 +16,10 @@ namespace smolvlm {
 // the CPU cannot run.
 double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds = 0.3);
 
+// The same for the bf16 dot product of Precision::Fast (VDPBF16PS, 4 flops per lane), the ceiling
+// of the fast products. Error(Unsupported) without avx512 and avx512_bf16.
+double measure_bf16_dot_peak_gflops(ThreadPool& pool, double seconds = 0.3);
+
 // STREAM triad a[i] = b[i] + s*c[i] over three fp32 arrays of `bytes_per_array` bytes each, split
 // across the pool's threads; GB/s counting 3 * bytes_per_array per pass (STREAM's convention).
 // Best pass within about `seconds`. The arrays should be much larger than the last-level cache.
@@ -33,6 +37,8 @@ float fma_loop_avx2(long iterations);
 double fma_flops_per_iteration_avx2();
 float fma_loop_avx512(long iterations);
 double fma_flops_per_iteration_avx512();
+float bf16_dot_loop_avx512(long iterations);  // needs avx512_bf16
+double bf16_dot_flops_per_iteration_avx512();
 float fma_loop_neon(long iterations);
 double fma_flops_per_iteration_neon();
 }  // namespace ceilings_detail

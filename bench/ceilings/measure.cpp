@@ -34,6 +34,11 @@ double fma_peak_gflops(const std::string &kernel_path, int threads) {
                            " is not supported by this CPU");
 }
 
+double bf16_dot_peak_gflops(int threads) {
+  ThreadPool pool(threads);
+  return measure_bf16_dot_peak_gflops(pool);
+}
+
 double triad_gb_s(int threads) {
   ThreadPool pool(threads);
   return measure_triad_gbs(pool);
