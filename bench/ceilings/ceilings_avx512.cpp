@@ -6,7 +6,18 @@ namespace smolvlm::ceilings_detail {
 
 namespace {
 constexpr int kChains = 16;
+
+// A value that depends on every chain, so the loops cannot be removed.
+float sum_of(const __m512 (&acc)[kChains]) {
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
 }
+}  // namespace
 
 float fma_loop_avx512(long iterations) {
   __m512 acc[kChains];
@@ -16,13 +27,7 @@ float fma_loop_avx512(long iterations) {
 #pragma GCC unroll 16
     for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, s);
-  float total = 0;
-  for (float v : lanes) total += v;
-  return total;
+  return sum_of(acc);
 }
 
 double fma_flops_per_iteration_avx512() { return kChains * 16 * 2; }
@@ -37,13 +42,7 @@ float bf16_dot_loop_avx512(long iterations) {
 #pragma GCC unroll 16
     for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
   }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, s);
-  float total = 0;
-  for (float v : lanes) total += v;
-  return total;
+  return sum_of(acc);
 }
 
 double bf16_dot_flops_per_iteration_avx512() { return kChains * 16 * 4; }

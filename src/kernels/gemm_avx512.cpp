@@ -21,28 +21,16 @@ constexpr int kMr = 8, kNr = 32, kKc = 256;
 
 // c[8][32] = (accumulate ? c : 0) + a[kc][8] · b[kc][32] (+ bias[32]), a and b packed; same
 // summation order as the AVX2 kernel: the K block in registers in k order, then the old c added.
-inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
-                       const float* bias) {
-  // The tile of y is read after the K loop: start fetching it now (from L3 or memory on big M).
+// The tile of y is read after the K loop: start fetching it before (from L3 or memory on big M).
+[[gnu::always_inline]] inline void prefetch_tile(const float* c, int64_t ldc) {
   for (int i = 0; i < kMr; ++i) {
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
   }
-  __m512 acc[kMr][2];
-#pragma GCC unroll 8
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-#pragma GCC unroll 2
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 8
-    for (int i = 0; i < kMr; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-    }
-    a += kMr;
-    b += kNr;
-  }
+}
+
+// c = (accumulate ? c : 0) + acc (+ bias): the old c added after the K block's sum, then the bias.
+[[gnu::always_inline]] inline void store_tile(const __m512 (&acc)[kMr][2], float* c, int64_t ldc, bool accumulate, const float* bias) {
   const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
   const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 8
@@ -60,6 +48,27 @@ inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int
     _mm512_storeu_ps(ci, v0);
     _mm512_storeu_ps(ci + 16, v1);
   }
+}
+
+inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
+                       const float* bias) {
+  prefetch_tile(c, ldc);
+  __m512 acc[kMr][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  store_tile(acc, c, ldc, accumulate, bias);
 }
 
 // 16 consecutive 4-bit codes from 8 bytes (low nibble first) as int32 lanes.
@@ -562,10 +571,7 @@ void pack_b_bf16(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int
 // pair per step in k order, then the old c added, as micro_8x32.
 inline void micro_8x32_bf16(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
                             const float* bias) {
-  for (int i = 0; i < kMr; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
-  }
+  prefetch_tile(c, ldc);
   __m512 acc[kMr][2];
 #pragma GCC unroll 8
   for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -584,23 +590,7 @@ inline void micro_8x32_bf16(const float* a, const float* b, int64_t kc, float* c
     a += kMr;
     b += kNr;
   }
-  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int i = 0; i < kMr; ++i) {
-    float* ci = c + i * ldc;
-    __m512 v0 = acc[i][0], v1 = acc[i][1];
-    if (accumulate) {
-      v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0);
-      v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1);
-    }
-    if (bias) {
-      v0 = _mm512_add_ps(v0, bias0);
-      v1 = _mm512_add_ps(v1, bias1);
-    }
-    _mm512_storeu_ps(ci, v0);
-    _mm512_storeu_ps(ci + 16, v1);
-  }
+  store_tile(acc, c, ldc, accumulate, bias);
 }
 
 void macro_bf16(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride, int64_t n_valid,
