@@ -84,9 +84,9 @@ typedef struct smolvlm_model_options {
    * skipped: the same features, exactly); 0 keeps none. Default 8. */
   int32_t vision_cache_images;
   /* Arithmetic of the vision and prefill matrix products: NULL, "" or "exact" (fp32, the results HF
-   * computes; the default), or "fast" (operands rounded to bf16, VDPBF16PS: about twice the speed
-   * where the CPU has avx512_bf16, at the accuracy cost the README measures; decode's products and
-   * attention stay fp32). "fast" needs the avx512 kernel path and avx512_bf16, else
+   * computes; the default), or "fast" (operands rounded to bf16 and multiplied with VDPBF16PS; vision
+   * and prefill measured 1.4-2x faster on an avx512_bf16 CPU, at the accuracy cost the README
+   * measures; decode's products and attention stay fp32). "fast" needs the avx512 kernel path and avx512_bf16, else
    * SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
 } smolvlm_model_options;

@@ -69,7 +69,7 @@ class Model:
     kernels: "scalar", "avx2", "avx512" or "neon" (None: the best this CPU runs; one it cannot run is an error).
     load_weights: False reads only the configs and tokenizer (tokenize, render prompts, info).
     precision: "exact" (None: fp32, the results HF computes) or "fast" (bf16 vision and prefill
-        products, about twice as fast; needs avx512_bf16, else an error; its cost is in the README).
+        products, measured 1.4-2x faster; needs avx512_bf16, else an error; its cost is in the README).
 
     One Model serves many threads at once, each request on a session of its own.
 

@@ -9,12 +9,13 @@
 
 #include "cli/batch.h"
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 
 namespace smolvlm::cli {
 namespace {
 
 struct BatchFlags {
-  std::string input, output, shard = "0/1", model, kernels;
+  std::string input, output, shard = "0/1", model, kernels, precision;
   bool resume = false, no_split = false, progress = false, no_progress = false;
   int threads = 0;
   JobDefaults defaults;
@@ -51,6 +52,7 @@ const Command kBatch{
       sub.add_option("--threads", f->threads, "worker threads (default: all cores)");
       sub.add_option("--kernels", f->kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() +
                                                   " on this CPU (default: the best; also SMOLVLM_KERNELS)");
+      add_precision_flag(sub, f->precision);
       sub.add_option("--prompt", f->defaults.prompt, "the prompt of a job that gives images and no prompt")
           ->capture_default_str();
       sub.add_option("--max-new-tokens", f->defaults.max_new_tokens, "default max_new_tokens of a job")
@@ -77,6 +79,7 @@ const Command kBatch{
         smolvlm_model_options_init(&mo);
         mo.threads = f->threads;
         if (!f->kernels.empty()) mo.kernel_path = f->kernels.c_str();
+        if (!f->precision.empty()) mo.precision = f->precision.c_str();
         const api::Model model = api::Model::load(f->model, &mo);
         const BatchSummary s = run_batch(model, o);
         std::fprintf(stderr,

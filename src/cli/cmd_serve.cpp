@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 #include "server/server.h"
 
 namespace smolvlm::cli {
@@ -44,6 +45,7 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
   sub.add_option("--ctx", o->context, "KV capacity of each slot in tokens (default: the model's max_context)");
   sub.add_option("--threads", o->threads, "worker threads of each slot (default: all cores)");
   sub.add_option("--kernels", o->kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() + " on this CPU (default: the best)");
+  add_precision_flag(sub, o->precision);
   auto key = sub.add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on every /v1 route");
   sub.add_option("--api-key-file", *key_file, "read the API key from this file (keeps it out of the process list)")->excludes(key);
   sub.add_option("--max-tokens", o->default_max_tokens, "new tokens when a request gives no max_tokens")->capture_default_str()

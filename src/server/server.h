@@ -22,6 +22,7 @@ struct ServerOptions {
   int64_t context = 0;       // KV capacity of each slot; 0: the model's max_context
   int threads = 0;           // worker threads per slot; 0: every core
   std::string kernels;       // "" : the best the CPU has
+  std::string precision;     // "" : exact (smolvlm_model_options.precision)
   std::string api_key;       // "" : no key needed
   int64_t default_max_tokens = 256;
   size_t max_body = size_t(32) << 20;
