@@ -46,10 +46,7 @@ KernelPath kernel_path_named(const char* name) {
 Precision precision_named(const char* name, KernelPath path) {
   if (!name || !*name || std::string(name) == "exact") return Precision::Exact;
   if (std::string(name) != "fast") throw bad_input(std::string("precision \"") + name + "\": expected exact or fast");
-  if (!precision_supported(path, Precision::Fast))
-    throw unsupported(std::string("precision fast: it needs the avx512 kernel path on a CPU with avx512_bf16 (kernel "
-                                  "path ") + kernel_path_name(path) +
-                      (cpu_features().avx512bf16 ? "" : "; this CPU has no avx512_bf16") + ")");
+  require_precision(path, Precision::Fast);
   return Precision::Fast;
 }
 

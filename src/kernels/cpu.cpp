@@ -84,6 +84,14 @@ bool precision_supported(KernelPath path, Precision p) {
   return path == KernelPath::Avx512 && kernel_path_supported(path) && cpu_features().avx512bf16;
 }
 
+void require_precision(KernelPath path, Precision p) {
+  if (precision_supported(path, p)) return;
+  if (p == Precision::Exact)
+    throw unsupported(std::string("kernel path ") + kernel_path_name(path) + " is not supported by this CPU");
+  throw unsupported(std::string("precision fast needs the avx512 kernel path on a CPU with avx512_bf16 (kernel path ") +
+                    kernel_path_name(path) + (cpu_features().avx512bf16 ? "" : "; this CPU has no avx512_bf16") + ")");
+}
+
 std::vector<KernelPath> supported_kernel_paths() {
   std::vector<KernelPath> v;
   for (KernelPath p : kAllKernelPaths)

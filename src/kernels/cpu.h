@@ -52,6 +52,8 @@ void reset_kernel_path();                            // undoes set_kernel_path (
 enum class Precision { Exact, Fast };
 const char* precision_name(Precision p);  // "exact", "fast"
 bool precision_supported(KernelPath path, Precision p);
+// Error(Unsupported) naming what is missing unless precision_supported(path, p).
+void require_precision(KernelPath path, Precision p);
 
 // The calling thread's kernel path for the object's lifetime, ahead of set_kernel_path() and
 // SMOLVLM_KERNELS; scopes nest (the previous one is back when the inner one ends). A ThreadPool runs

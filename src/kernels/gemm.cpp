@@ -85,12 +85,16 @@ constexpr int kRowBlockTiles = 24;  // rows of x per block = mr * this (an L2-si
 
 // x packed once per call, shared by all tasks: K block kb (columns [kb*kc, ...)) starts at
 // kb*kc*m_pad and holds the m_pad/mr row tiles one after the other, each kc_b x mr.
+// Offset of row tile `row` of K block k0 (k0 a multiple of kc, so of kpack), counted in slots.
+int64_t packed_tile_offset(const gemm::GemmKernels& kern, int64_t m_pad, int64_t k0, int64_t kc, int64_t row) {
+  return k0 / kern.kpack * m_pad + row * kern.slots(kc);
+}
+
 struct PackedInput {
   const float* data;
   int64_t m_pad;
-  int kpack;  // the kernels' K values per slot (k0 is a multiple of kc, so of kpack)
-  const float* tile(int64_t k0, int64_t kc, int64_t row) const {
-    return data + k0 / kpack * m_pad + row * ((kc + kpack - 1) / kpack);
+  const float* tile(const gemm::GemmKernels& kern, int64_t k0, int64_t kc, int64_t row) const {
+    return data + packed_tile_offset(kern, m_pad, k0, kc, row);
   }
 };
 
@@ -102,7 +106,7 @@ void pack_input_tiles(const gemm::GemmKernels& kern, const float* x, int64_t ldx
       const int64_t kc = std::min<int64_t>(kern.kc, K - k0);
       const int64_t row = t * kern.mr;
       kern.pack_a(x + row * ldx + k0, ldx, std::min<int64_t>(kern.mr, M - row), kc,
-                  dst + k0 / kern.kpack * m_pad + row * kern.slots(kc));
+                  dst + packed_tile_offset(kern, m_pad, k0, kc, row));
     }
 }
 
@@ -112,7 +116,7 @@ PackedInput pack_input(const gemm::GemmKernels& kern, const float* x, int64_t M,
   float* dst = t_packed_input.get(size_t(K * m_pad));
   pool.parallel_for(m_tiles, 8,
                     [&](int64_t t0, int64_t t1) { pack_input_tiles(kern, x, K, M, K, m_pad, t0, t1, dst); });
-  return {dst, m_pad, kern.kpack};
+  return {dst, m_pad};
 }
 
 // One task: output rows [m0, m1) x weight panels [p0, p1).
@@ -132,9 +136,8 @@ void blocked_task(const gemm::GemmKernels& kern, const PackedInput& a, const Wei
       kern.pack_b(w, n_start, np, pc, kc, packed);
       for (int64_t ic = m0; ic < m1; ic += row_block) {
         const int64_t mc = std::min(row_block, m1 - ic);
-        kern.macro(a.tile(pc, kc, ic), mc, packed, kern.slots(kc) * kern.nr, n_valid, kc, y + ic * N + n_start, N,
-                   pc > 0,
-                   last && bias ? bias + n_start : nullptr);
+        kern.macro(a.tile(kern, pc, kc, ic), mc, packed, kern.slots(kc) * kern.nr, n_valid, kc,
+                   y + ic * N + n_start, N, pc > 0, last && bias ? bias + n_start : nullptr);
       }
     }
   }
@@ -403,15 +406,15 @@ void linear_packed(const float* x, int64_t M, int64_t ldx, const PackedWeight& w
   const int64_t n_pad = PanelLayout(kern, w.rows_, w.cols_).n_pad;
   float* a = t_packed_rows.get(size_t(K * m_pad));
   pack_input_tiles(*kern, x, ldx, M, K, m_pad, 0, m_tiles, a);
-  const PackedInput packed{a, m_pad, 1};
+  const PackedInput packed{a, m_pad};
   const int64_t row_block = int64_t(kern->mr) * kRowBlockTiles;
   for (int64_t k0 = 0; k0 < K; k0 += kern->kc) {
     // The K blocks of the packing; a K < cols may stop inside one, whose panels keep their stride.
     const int64_t kc = std::min<int64_t>(kern->kc, K - k0);
     const int64_t panel_stride = std::min<int64_t>(kern->kc, w.cols_ - k0) * kern->nr;
     for (int64_t ic = 0; ic < M; ic += row_block)
-      kern->macro(packed.tile(k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad, panel_stride,
-                  N, kc, y + ic * ldy, ldy, k0 > 0, nullptr);
+      kern->macro(packed.tile(*kern, k0, kc, ic), std::min(row_block, M - ic), w.data_.data() + k0 * n_pad,
+                  panel_stride, N, kc, y + ic * ldy, ldy, k0 > 0, nullptr);
   }
 }
 

@@ -55,10 +55,9 @@ ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path, Precisio
   if (path && !kernel_path_supported(*path))
     throw unsupported(std::string("thread pool: kernel path ") + kernel_path_name(*path) +
                       " is not supported by this CPU");
-  if (precision == Precision::Fast && !(path && precision_supported(*path, precision)))
-    throw unsupported(std::string("thread pool: precision fast needs the avx512 kernel path on a CPU with "
-                                  "avx512_bf16 (") + (path ? kernel_path_name(*path) : "no path") + " given" +
-                      (cpu_features().avx512bf16 ? ")" : "; this CPU has no avx512_bf16)"));
+  if (precision == Precision::Fast && !path)
+    throw unsupported("thread pool: precision fast needs a pool with the avx512 kernel path on a CPU with avx512_bf16");
+  if (path) require_precision(*path, precision);
   for (int i = 1; i < num_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
