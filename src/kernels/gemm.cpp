@@ -83,13 +83,13 @@ thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
 constexpr int64_t kMaxBlockCols = 1024;
 constexpr int kRowBlockTiles = 24;  // rows of x per block = mr * this (an L2-sized slice of x)
 
-// x packed once per call, shared by all tasks: K block kb (columns [kb*kc, ...)) starts at
-// kb*kc*m_pad and holds the m_pad/mr row tiles one after the other, each kc_b x mr.
 // Offset of row tile `row` of K block k0 (k0 a multiple of kc, so of kpack), counted in slots.
 int64_t packed_tile_offset(const gemm::GemmKernels& kern, int64_t m_pad, int64_t k0, int64_t kc, int64_t row) {
   return k0 / kern.kpack * m_pad + row * kern.slots(kc);
 }
 
+// x packed once per call, shared by all tasks: K block kb (columns [kb*kc, ...)) starts at
+// kb*kc*m_pad and holds the m_pad/mr row tiles one after the other, each kc_b x mr.
 struct PackedInput {
   const float* data;
   int64_t m_pad;

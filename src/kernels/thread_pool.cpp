@@ -52,12 +52,9 @@ ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path, Precisio
     : num_threads_(num_threads), path_(path), precision_(precision) {
   if (num_threads < 1 || num_threads > 1024)
     throw bad_input("thread count " + std::to_string(num_threads) + " is out of range (1..1024)");
-  if (path && !kernel_path_supported(*path))
-    throw unsupported(std::string("thread pool: kernel path ") + kernel_path_name(*path) +
-                      " is not supported by this CPU");
   if (precision == Precision::Fast && !path)
     throw unsupported("thread pool: precision fast needs a pool with the avx512 kernel path on a CPU with avx512_bf16");
-  if (path) require_precision(*path, precision);
+  if (path) require_precision(*path, precision);  // exact: the path runs on this CPU
   for (int i = 1; i < num_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
