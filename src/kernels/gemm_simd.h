@@ -241,12 +241,15 @@ void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, i
 // same operations for every row, R, M, range and thread; with R > 1 each weight vector is converted
 // once for all R rows.
 template <WeightFormat FMT, int R>
-inline void dot_rows(const float* x, int64_t ldx, const void* w, int64_t offset, int64_t K, float* s) {
+inline void dot_rows(const float* x, int64_t ldx, const void* w, int64_t offset, int64_t K, float* s,
+                     const char* ahead = nullptr) {
   __m256 acc[R][4];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) {
+    if (ahead)
+      for (int64_t b = 0; b < 32 * weight_bytes<FMT>(); b += 64) _mm_prefetch(ahead + k * weight_bytes<FMT>() + b, _MM_HINT_T1);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256 wv = load8<FMT>(w, offset + k + 8 * j);
@@ -311,14 +314,19 @@ void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias
   // this (alternating runs; 4 and 8 rows of 576 BF16 both helped).
   const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
+  // With pairs of rows of x the requests for row n + ahead go out a line at each 32-value step of the
+  // first pair's product instead of in one burst (as gemv_rows512; K a whole number of steps).
+  const bool spread = Dot == dot_row<FMT> && M >= 2 && K % 32 == 0;
+  const char* base = static_cast<const char*>(w.data);
   for (int64_t n = n0; n < n1; ++n) {
-    if (n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
+    const char* pf = spread && n + ahead < n1 ? base + (n + ahead) * K * weight_bytes<FMT>() : nullptr;
+    if (!spread && n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
     int64_t m = 0;
     if constexpr (Dot == dot_row<FMT>) {
       // Rows of x in pairs: each weight vector is converted once per pair instead of once per row.
       for (; m + 2 <= M; m += 2) {
         float s[2];
-        dot_rows<FMT, 2>(x + m * K, K, w.data, n * K, K, s);
+        dot_rows<FMT, 2>(x + m * K, K, w.data, n * K, K, s, m == 0 ? pf : nullptr);
         for (int r = 0; r < 2; ++r) y[(m + r) * N + n] = bias ? s[r] + bias[n] : s[r];
       }
     }
