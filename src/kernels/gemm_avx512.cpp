@@ -548,35 +548,89 @@ inline void bf16_pairs_of_row(const float* x, int64_t kc, uint32_t* out) {
   if (k < kc) out[k / 2] = bf16_pair(x[k], 0.f);
 }
 
-// One 8-row tile of x as dst[s*8 + r] = pair s of row r; rows >= `rows` are zero.
+// r[i] = column i of the 16 x 16 matrix of 32-bit values whose row i was r[i]: pairs of rows
+// interleaved by 32 and 64 bits within each 128-bit lane, then the lanes gathered by two shuffles.
+inline void transpose16x16(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + c], lane L: rows 4i..4i+3 of column 4L + c
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+  }
+}
+
+// One 8-row tile of x as dst[s*8 + r] = pair s of row r; rows >= `rows` are zero. 16 slots at a
+// time: each row's 32 values converted by one instruction, the 8 rows (and 8 zero rows) transposed.
 void pack_a_bf16(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
-  uint32_t pairs[kKc / 2];
   uint32_t* d = reinterpret_cast<uint32_t*>(dst);
   const int64_t slots = (kc + 1) / 2;
+  int64_t s0 = 0;
+  for (; 2 * s0 + 32 <= kc; s0 += 16) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) {
+      if (i < rows) {
+        const float* xi = x + i * ldx + 2 * s0;
+        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xi + 16), _mm512_loadu_ps(xi));
+        r[i] = reinterpret_cast<const __m512i&>(v);
+      } else {
+        r[i] = _mm512_setzero_si512();
+      }
+    }
+    transpose16x16(r);
+    for (int i = 0; i < 16; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + (s0 + i) * kMr), _mm512_castsi512_si256(r[i]));
+  }
+  if (s0 == slots) return;
+  uint32_t pairs[kKc / 2];
   for (int64_t r = 0; r < kMr; ++r) {
-    if (r < rows) bf16_pairs_of_row(x + r * ldx, kc, pairs);
-    for (int64_t s = 0; s < slots; ++s) d[s * kMr + r] = r < rows ? pairs[s] : 0u;
+    if (r < rows) bf16_pairs_of_row(x + r * ldx + 2 * s0, kc - 2 * s0, pairs);
+    for (int64_t s = s0; s < slots; ++s) d[s * kMr + r] = r < rows ? pairs[s - s0] : 0u;
+  }
+}
+
+// One panel of 32 BF16 rows whose pairs are already the slots: dp[s*32 + j] = pair s of row j,
+// 16 rows x 16 slots per transpose, the last slots (and an odd kc's lone value) one by one.
+void pack_bf16_panel(const uint16_t* rows, int64_t ld, int64_t kc, uint32_t* dp) {
+  const int64_t pairs = kc / 2, slots = (kc + 1) / 2;
+  int64_t s0 = 0;
+  for (; s0 + 16 <= pairs; s0 += 16)
+    for (int64_t j0 = 0; j0 < kNr; j0 += 16) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(rows + (j0 + i) * ld + 2 * s0);
+      transpose16x16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dp + (s0 + i) * kNr + j0, r[i]);
+    }
+  for (int64_t j = 0; j < kNr; ++j) {
+    const uint16_t* row = rows + j * ld;
+    for (int64_t s = s0; s < slots; ++s)
+      dp[s * kNr + j] = uint32_t(row[2 * s]) | (2 * s + 1 < kc ? uint32_t(row[2 * s + 1]) << 16 : 0u);
   }
 }
 
 // Weight rows as bf16 pairs in 32-wide panels: dst[p*slots*32 + s*32 + j] = pair s of row n0+p*32+j
-// (columns k0..). BF16 weights are copied as they are stored (their pairs are already the slots);
+// (columns k0..). BF16 weights are moved as they are stored (their pairs are already the slots);
 // other formats are converted to fp32 as the exact path packs them, then rounded.
 void pack_b_bf16(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
   const int64_t slots = (kc + 1) / 2;
   uint32_t* d = reinterpret_cast<uint32_t*>(dst);
   alignas(64) float panel[kKc * kNr];
-  alignas(64) uint32_t pairs[kKc / 2];
   for (int64_t p = 0; p < panels; ++p) {
     uint32_t* dp = d + p * slots * kNr;
     const int64_t first = n0 + p * kNr;
     if (w.format == WeightFormat::BF16 && w.cols % 2 == 0 && first + kNr <= w.rows) {
-      for (int64_t j = 0; j < kNr; ++j) {
-        const uint16_t* row = static_cast<const uint16_t*>(w.data) + (first + j) * w.cols + k0;
-        __builtin_memcpy(pairs, row, size_t(kc / 2) * 4);
-        if (kc % 2) pairs[kc / 2] = row[kc - 1];
-        for (int64_t s = 0; s < slots; ++s) dp[s * kNr + j] = pairs[s];
-      }
+      pack_bf16_panel(static_cast<const uint16_t*>(w.data) + first * w.cols + k0, w.cols, kc, dp);
       continue;
     }
     pack_b_panels<kNr>(w, first, 1, k0, kc, panel);  // panel[k*32 + j], rows past w.rows zero
