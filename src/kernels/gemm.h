@@ -73,6 +73,13 @@ void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, fl
 // sums in another order: equal within float rounding, not bitwise. On the active kernel path.
 int64_t linear_row_exact_max();
 
+// How many chunks, at most `most`, to cut n equal work units into (chunk i: units [n*i/c, n*(i+1)/c))
+// so that `threads` threads taking the chunks in order, each the next one when it is free, finish
+// soonest; of those, the most chunks (extra tasks per thread balance load on a busy machine). Two
+// threads given 18 units in 8 chunks (of 2 and 3) end after 8 and 10 units; in 7 chunks both end
+// after 9.
+int64_t balanced_chunks(int64_t n, int64_t threads, int64_t most);
+
 // One output of linear_shared_input: y = x · wᵀ (+ bias when non-null).
 struct LinearOutput {
   WeightRef w;

@@ -455,6 +455,36 @@ struct ProcessPathReset {
   ~ProcessPathReset() { reset_kernel_path(); }
 };
 
+// The greedy schedule the pool runs: chunks taken in order, each by the thread free first.
+int64_t finish_time(int64_t n, int64_t chunks, int64_t threads) {
+  std::vector<int64_t> free_at(size_t(threads), 0);
+  for (int64_t i = 0; i < chunks; ++i) *std::min_element(free_at.begin(), free_at.end()) += n * (i + 1) / chunks - n * i / chunks;
+  return *std::max_element(free_at.begin(), free_at.end());
+}
+
+TEST(BalancedChunks, ThreadsFinishTogetherWithAsManyChunksAsAllowed) {
+  EXPECT_EQ(balanced_chunks(18, 2, 8), 7);   // 18 panels: both threads end after 9, not after 8 and 10 as with 8
+  EXPECT_EQ(finish_time(18, 7, 2), 9);
+  EXPECT_EQ(finish_time(18, 8, 2), 10);
+  EXPECT_EQ(balanced_chunks(24, 2, 8), 8);   // 8 x 3
+  EXPECT_EQ(balanced_chunks(6, 2, 8), 6);    // one panel each
+  EXPECT_EQ(balanced_chunks(1, 2, 8), 1);
+  EXPECT_EQ(balanced_chunks(100, 1, 1), 1);  // one thread: one chunk
+  EXPECT_EQ(balanced_chunks(0, 2, 8), 1);
+  for (int64_t threads : {1, 2, 3, 4, 8})
+    for (int64_t n = 1; n <= 200; ++n) {
+      const int64_t most = threads * 4, c = balanced_chunks(n, threads, most);
+      ASSERT_GE(c, 1);
+      ASSERT_LE(c, std::min(n, most));
+      for (int64_t other = 1; other <= std::min(n, most); ++other) {
+        ASSERT_LE(finish_time(n, c, threads), finish_time(n, other, threads)) << n << " on " << threads;
+        if (other > c) {
+          ASSERT_LT(finish_time(n, c, threads), finish_time(n, other, threads)) << n << " on " << threads;
+        }
+      }
+    }
+}
+
 TEST(KernelPathSelection, UnsupportedPathIsRefused) {
   const ProcessPathReset reset;
   for (KernelPath p : kAllKernelPaths) {
