@@ -423,9 +423,7 @@ template <WeightFormat FMT, int NR, int R>
     __m512 w0[NR], w1[NR];
     if (ahead)
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j)
-        for (int64_t b = 0; b < 32 * weight_bytes<FMT>(); b += 64)
-          _mm_prefetch(ahead + (j * K + k) * weight_bytes<FMT>() + b, _MM_HINT_T1);
+      for (int j = 0; j < NR; ++j) prefetch_step<FMT>(ahead + j * K * weight_bytes<FMT>(), k);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       w0[j] = load16<FMT>(w.data, (n + j) * K + k);

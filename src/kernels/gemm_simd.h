@@ -235,11 +235,19 @@ void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, i
   });
 }
 
+// Requests into L2 the lines holding values [k, k + 32) of the weight row at `row`: prefetch_row
+// spread over a product, one 32-value step at a time.
+template <WeightFormat FMT>
+inline void prefetch_step(const char* row, int64_t k) {
+  for (int64_t b = 0; b < 32 * weight_bytes<FMT>(); b += 64) _mm_prefetch(row + k * weight_bytes<FMT>() + b, _MM_HINT_T1);
+}
+
 // x · (row of the weight starting at element `offset`), K elements, for R rows of x (ldx floats apart)
 // into s[0, R). The row is read once, front to back: per x row, four 8-lane partial sums over
 // 32-element steps, then 8-element steps into the first, a fixed reduction, then the scalar tail. The
 // same operations for every row, R, M, range and thread; with R > 1 each weight vector is converted
-// once for all R rows.
+// once for all R rows. With `ahead` (another weight row), each 32-value step also requests the same
+// lines of that row (prefetch_step).
 template <WeightFormat FMT, int R>
 inline void dot_rows(const float* x, int64_t ldx, const void* w, int64_t offset, int64_t K, float* s,
                      const char* ahead = nullptr) {
@@ -248,8 +256,7 @@ inline void dot_rows(const float* x, int64_t ldx, const void* w, int64_t offset,
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) {
-    if (ahead)
-      for (int64_t b = 0; b < 32 * weight_bytes<FMT>(); b += 64) _mm_prefetch(ahead + k * weight_bytes<FMT>() + b, _MM_HINT_T1);
+    if (ahead) prefetch_step<FMT>(ahead, k);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256 wv = load8<FMT>(w, offset + k + 8 * j);
