@@ -1,9 +1,11 @@
 // attention() on the shapes of the models: a SigLIP tile (1024 patches, 12 heads of 64, all keys
 // visible) and a SmolLM2-135M prefill of 1141 tokens (9 query heads over 3 kv heads of 64, causal).
 // GFLOP/s counts the two products (q·kᵀ and p·v) only, over the keys each query sees, so the figure
-// compares directly with the GEMM benchmarks.
+// compares directly with the GEMM benchmarks. The decode cases time one layer of a decode step (one
+// query row per sequence against its cached keys).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,7 +51,52 @@ void bm_attention(benchmark::State& state, Case c) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One decode step's attention in one layer: `rows` sequences (a batched step), one query row each,
+// every one against its own `keys` cached keys (attention_single_rows, the decode path).
+void bm_decode_attention(benchmark::State& state, Case c, int64_t keys) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  const int64_t q_width = c.q_heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  std::vector<float> q(size_t(c.rows * q_width)), kbuf(size_t(c.rows * keys * kv_width + 16)), vbuf(kbuf.size()),
+      out(q.size());
+  for (auto* buf : {&q, &kbuf, &vbuf})
+    for (float& x : *buf) x = dist(rng);
+  static const int misalign = std::getenv("MISALIGN") ? std::atoi(std::getenv("MISALIGN")) : 0;
+  auto aligned = [](std::vector<float>& b) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63)) + misalign;
+  };
+  float* k = aligned(kbuf);
+  float* v = aligned(vbuf);
+  std::vector<smolvlm::AttentionArgs> args(size_t(c.rows));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    smolvlm::AttentionArgs& a = args[size_t(r)];
+    a.q = q.data() + r * q_width;
+    a.q_rows = 1;
+    a.q_stride = q_width;
+    a.k = k + r * keys * kv_width;
+    a.v = v + r * keys * kv_width;
+    a.kv_rows = keys;
+    a.kv_stride = kv_width;
+    a.scale = 0.125f;
+    a.causal = true;
+    a.q_pos0 = keys - 1;
+    a.out = out.data() + r * q_width;
+    a.out_stride = q_width;
+  }
+  for (auto _ : state) {
+    smolvlm::attention_single_rows(args, {c.q_heads, c.kv_heads, c.head_dim}, smolvlm::bench::bench_pool());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * double(c.rows * keys) * double(c.head_dim * c.q_heads) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 int register_all() {
+  for (int64_t rows : {1, 4})
+    for (int64_t keys : {128, 1024})
+      benchmark::RegisterBenchmark(("attention/decode_" + std::to_string(rows) + "rows_9x3x64_keys" + std::to_string(keys)).c_str(),
+                                   bm_decode_attention, Case{rows, 9, 3, 64, true}, keys)
+          ->UseRealTime();
   benchmark::RegisterBenchmark("attention/siglip_tile_1024x12x64", bm_attention, Case{1024, 12, 12, 64, false})
       ->UseRealTime();
   benchmark::RegisterBenchmark("attention/llama_prefill_1141x9x3x64_causal", bm_attention,

@@ -5,7 +5,10 @@
 // random codes and parameters. On a busy machine read the best token, and alternate builds.
 //   ./decode_gemv_bench bf16|q8|q4|lut4 [threads=2] [tokens=100] [--in-cache | --rows] [N]
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s); N rows
-// of x per product (default 1: a batched decode step of N sequences).
+// of x per product (default 1: a batched decode step of N sequences). --read-each and --read-once
+// only read the same weights (their bytes summed, the GEMV's split of rows over the threads): one pool
+// call per weight as the products make, or one for the whole token. They tell what the products
+// could reach through the same calls, and what the calls themselves cost.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -83,16 +86,63 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M) {
 
 }  // namespace
 
+enum class Mode { Products, ReadEach, ReadOnce };
+
+// Bytes of one row of a weight's values (the codes of a quantized one, nearly all of its bytes).
+int64_t row_bytes_of(const WeightRef& w) {
+  switch (w.format) {
+    case WeightFormat::F32: return w.cols * 4;
+    case WeightFormat::Q8: return w.cols;
+    case WeightFormat::Q4:
+    case WeightFormat::Lut4: return w.cols / 2;
+    default: return w.cols * 2;
+  }
+}
+
+// Sums rows [n0, n1) of a weight's values as 64-bit words, four sums in flight.
+uint64_t sum_rows(const WeightRef& w, int64_t n0, int64_t n1) {
+  const int64_t row_bytes = row_bytes_of(w);
+  const uint64_t* p = reinterpret_cast<const uint64_t*>(static_cast<const char*>(w.data) + n0 * row_bytes);
+  const size_t words = static_cast<size_t>((n1 - n0) * row_bytes / 8);
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  size_t i = 0;
+  for (; i + 4 <= words; i += 4) s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
+  for (; i < words; ++i) s0 += p[i];
+  return s0 + s1 + s2 + s3;
+}
+
+// Reads one weight with the GEMV's split (one contiguous range of rows per thread, one pool call).
+uint64_t read_weight(const WeightRef& w, ThreadPool& pool) {
+  std::vector<uint64_t> sums(size_t(pool.size()));
+  pool.run_on_all([&](int t) { sums[size_t(t)] = sum_rows(w, w.rows * t / pool.size(), w.rows * (t + 1) / pool.size()); });
+  uint64_t s = 0;
+  for (uint64_t v : sums) s += v;
+  return s;
+}
+
+// Reads every weight of the token with the same split, in one pool call: no wait between weights.
+uint64_t read_weights(const std::vector<const WeightRef*>& ws, ThreadPool& pool) {
+  std::vector<uint64_t> sums(size_t(pool.size()));
+  pool.run_on_all([&](int t) {
+    for (const WeightRef* w : ws) sums[size_t(t)] += sum_rows(*w, w->rows * t / pool.size(), w->rows * (t + 1) / pool.size());
+  });
+  uint64_t s = 0;
+  for (uint64_t v : sums) s += v;
+  return s;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4 [threads] [tokens] [--in-cache]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4 [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N]\n", argv[0]);
     return 2;
   }
   const WeightFormat f = format_named(argv[1]);
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2, tokens = argc > 3 ? std::max(1, std::atoi(argv[3])) : 100;
   ThreadPool pool(std::max(1, threads));
   const int64_t M = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
-  if (argc > 4 && std::string(argv[4]) == "--in-cache") return in_cache(f, pool, tokens, M);
+  const std::string option = argc > 4 ? argv[4] : "";
+  if (option == "--in-cache") return in_cache(f, pool, tokens, M);
+  const Mode mode = option == "--read-each" ? Mode::ReadEach : option == "--read-once" ? Mode::ReadOnce : Mode::Products;
 
   std::mt19937 rng(1);
   const int64_t H = 576, I = 1536, KV = 192, V = 49280;
@@ -109,23 +159,41 @@ int main(int argc, char** argv) {
   auto floats = [M](int64_t n) { return std::vector<float>(static_cast<size_t>(n * M), 0.1f); };
   std::vector<float> x = floats(I), q = floats(H), k = floats(KV), v = floats(KV), o = floats(H), g = floats(I),
                      u = floats(I), logits = floats(V);
+  // The token's weights in call order, for the read-only modes.
+  std::vector<const WeightRef*> order;
+  for (const Layer& l : layers)
+    for (const Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) order.push_back(&w->ref);
+  order.push_back(&head.ref);
   std::vector<double> times;
+  uint64_t sink = 0;
   for (int t = 0; t < tokens; ++t) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (const Layer& l : layers) {
-      const LinearOutput qkv[] = {{l.q.ref, nullptr, q.data()}, {l.k.ref, nullptr, k.data()}, {l.v.ref, nullptr, v.data()}};
-      linear_shared_input(x.data(), M, qkv, pool);
-      linear(q.data(), M, l.o.ref, nullptr, o.data(), pool);
-      const LinearOutput gate_up[] = {{l.gate.ref, nullptr, g.data()}, {l.up.ref, nullptr, u.data()}};
-      linear_shared_input(o.data(), M, gate_up, pool);
-      linear(g.data(), M, l.down.ref, nullptr, o.data(), pool);
+    if (mode == Mode::ReadEach) {
+      for (const WeightRef* w : order) sink += read_weight(*w, pool);
+    } else if (mode == Mode::ReadOnce) {
+      sink += read_weights(order, pool);
+    } else {
+      for (const Layer& l : layers) {
+        const LinearOutput qkv[] = {{l.q.ref, nullptr, q.data()}, {l.k.ref, nullptr, k.data()}, {l.v.ref, nullptr, v.data()}};
+        linear_shared_input(x.data(), M, qkv, pool);
+        linear(q.data(), M, l.o.ref, nullptr, o.data(), pool);
+        const LinearOutput gate_up[] = {{l.gate.ref, nullptr, g.data()}, {l.up.ref, nullptr, u.data()}};
+        linear_shared_input(o.data(), M, gate_up, pool);
+        linear(g.data(), M, l.down.ref, nullptr, o.data(), pool);
+      }
+      linear(o.data(), M, head.ref, nullptr, logits.data(), pool);
     }
-    linear(o.data(), M, head.ref, nullptr, logits.data(), pool);
     times.push_back(seconds_since(t0));
   }
+  if (sink == 42) std::printf(" ");  // keeps the reads
   std::sort(times.begin(), times.end());
   const double best = times.front(), median = times[times.size() / 2];
-  std::printf("%s, %d thread(s), %lld row(s): best step %.3f ms, median %.3f ms (%.0f tok/s of linears alone at the best)\n",
-              weight_format_name(f), threads, static_cast<long long>(M), best * 1e3, median * 1e3, double(M) / best);
+  double bytes = 0;
+  for (const WeightRef* w : order) bytes += double(row_bytes_of(*w) * w->rows);
+  static const char* const what[] = {"products", "read, one call per weight", "read, one call per token"};
+  std::printf("%s, %d thread(s), %lld row(s), %s: best step %.3f ms, median %.3f ms (%.0f tok/s at the best; %.1f GB/s "
+              "at the best, %.1f at the median)\n",
+              weight_format_name(f), threads, static_cast<long long>(M), what[int(mode)], best * 1e3, median * 1e3,
+              double(M) / best, bytes / best * 1e-9, bytes / median * 1e-9);
   return 0;
 }

@@ -200,12 +200,24 @@ int run_bench(const BenchArgs& a) {
     const std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
     s.prefill(ids);
     s.decode(9);  // warm-up
-    auto td = Clock::now();
-    for (int i = 0; i < a.decode_tokens - 1; ++i) s.decode(10 + i);
-    double tps = double(a.decode_tokens - 1) / since(td);
+    // The mean rate is what a user gets; the best token is the figure compared with the read ceiling,
+    // which is the best of its passes too (on a busy host single tokens ranged over 1.6x, and the best
+    // of 300 passes sat 1.3-1.5x above their median, bench/RESULTS.md).
+    double total = 0, best = 1e30;
+    for (int i = 0; i < a.decode_tokens - 1; ++i) {
+      auto td = Clock::now();
+      s.decode(10 + i);
+      const double dt = since(td);
+      total += dt;
+      best = std::min(best, dt);
+    }
+    const double tps = double(a.decode_tokens - 1) / total, bytes = double(info.decode_bytes);
     out["decode_tok_s"] = tps;
-    out["decode_gb_s"] = tps * double(info.decode_bytes) / 1e9;
-    std::fprintf(stderr, "decode: %.1f tok/s (%.1f GB/s of weights)\n", tps, out["decode_gb_s"].get<double>());
+    out["decode_gb_s"] = tps * bytes / 1e9;
+    out["decode_best_token_s"] = best;
+    out["decode_best_gb_s"] = bytes / best / 1e9;
+    std::fprintf(stderr, "decode: %.1f tok/s (%.1f GB/s of weights; the best token %.1f GB/s)\n", tps,
+                 out["decode_gb_s"].get<double>(), out["decode_best_gb_s"].get<double>());
   }
   out["peak_rss_mib"] = peak_rss_mib();
 
@@ -268,8 +280,9 @@ int run_bench(const BenchArgs& a) {
       add("vision_of_openblas", "vision_gflops", blas_gflops);
       add(("prefill_" + longest + "_of_openblas").c_str(), ("prefill_gflops_" + longest).c_str(), blas_gflops);
     }
-    add("decode_of_triad", "decode_gb_s", c["triad_gb_s"].get<double>());
-    add("decode_of_read", "decode_gb_s", c["read_gb_s"].get<double>());
+    add("decode_of_triad", "decode_best_gb_s", c["triad_gb_s"].get<double>());
+    add("decode_of_read", "decode_best_gb_s", c["read_gb_s"].get<double>());
+    add("decode_mean_of_read", "decode_gb_s", c["read_gb_s"].get<double>());
     out["fractions"] = frac;
   }
 

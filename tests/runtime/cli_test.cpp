@@ -144,6 +144,11 @@ TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
   EXPECT_LE(out["vision_s_per_tile"].get<double>(), out["vision_median_s_per_tile"].get<double>());
   EXPECT_FALSE(out.contains("ceilings"));  // --no-ceilings
   EXPECT_GT(out["caption_s_incl_load"].get<double>(), out["vision_cold_s_per_tile"].get<double>());
+  // Decode: the mean rate and the best token, which can be no slower than the mean.
+  ASSERT_TRUE(out.contains("decode_best_gb_s") && out.contains("decode_best_token_s"));
+  EXPECT_GE(out["decode_best_gb_s"].get<double>(), out["decode_gb_s"].get<double>());
+  EXPECT_NEAR(out["decode_best_gb_s"].get<double>() * out["decode_best_token_s"].get<double>(),
+              out["decode_gb_s"].get<double>() / out["decode_tok_s"].get<double>(), 1e-6);
 }
 
 // With the ceilings, OpenBLAS (where installed) is sampled twice before each warm vision pass and
@@ -155,8 +160,13 @@ TEST(CliBench, SamplesTheCeilingsBesideThePasses) {
   for (const char* key : {"triad_gb_s", "read_gb_s"}) EXPECT_GT(c[key].get<double>(), 0.0) << key;
   const std::string peak = "fma_peak_gflops_" + out["kernel_path"].get<std::string>();
   EXPECT_GT(c[peak].get<double>(), 0.0) << peak;
-  for (const char* key : {"vision_of_fma_peak", "decode_of_triad", "decode_of_read"})
+  for (const char* key : {"vision_of_fma_peak", "decode_of_triad", "decode_of_read", "decode_mean_of_read"})
     EXPECT_GT(out["fractions"][key].get<double>(), 0.0) << key;
+  // The read ceiling is a best pass: the best token is what is set against it, the mean beside it.
+  EXPECT_NEAR(out["fractions"]["decode_of_read"].get<double>(),
+              out["decode_best_gb_s"].get<double>() / c["read_gb_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(out["fractions"]["decode_mean_of_read"].get<double>(),
+              out["decode_gb_s"].get<double>() / c["read_gb_s"].get<double>(), 1e-9);
   if (!c.contains("openblas_sgemm_gflops")) GTEST_SKIP() << "libopenblas is not installed";
   EXPECT_GT(c["openblas_sgemm_gflops"].get<double>(), 0.0);
   EXPECT_EQ(c["openblas_samples"].get<int64_t>(), 2 * out["vision_warm_passes"].get<int64_t>() + 2 * 2 + 4);
