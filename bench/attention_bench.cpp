@@ -5,7 +5,6 @@
 // query row per sequence against its cached keys).
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,24 +56,17 @@ void bm_decode_attention(benchmark::State& state, Case c, int64_t keys) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.f, 1.f);
   const int64_t q_width = c.q_heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
-  std::vector<float> q(size_t(c.rows * q_width)), kbuf(size_t(c.rows * keys * kv_width + 16)), vbuf(kbuf.size()),
-      out(q.size());
-  for (auto* buf : {&q, &kbuf, &vbuf})
+  std::vector<float> q(size_t(c.rows * q_width)), k(size_t(c.rows * keys * kv_width)), v(k.size()), out(q.size());
+  for (auto* buf : {&q, &k, &v})
     for (float& x : *buf) x = dist(rng);
-  static const int misalign = std::getenv("MISALIGN") ? std::atoi(std::getenv("MISALIGN")) : 0;
-  auto aligned = [](std::vector<float>& b) {
-    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63)) + misalign;
-  };
-  float* k = aligned(kbuf);
-  float* v = aligned(vbuf);
   std::vector<smolvlm::AttentionArgs> args(size_t(c.rows));
   for (int64_t r = 0; r < c.rows; ++r) {
     smolvlm::AttentionArgs& a = args[size_t(r)];
     a.q = q.data() + r * q_width;
     a.q_rows = 1;
     a.q_stride = q_width;
-    a.k = k + r * keys * kv_width;
-    a.v = v + r * keys * kv_width;
+    a.k = k.data() + r * keys * kv_width;
+    a.v = v.data() + r * keys * kv_width;
     a.kv_rows = keys;
     a.kv_stride = kv_width;
     a.scale = 0.125f;

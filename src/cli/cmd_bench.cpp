@@ -201,8 +201,8 @@ int run_bench(const BenchArgs& a) {
     s.prefill(ids);
     s.decode(9);  // warm-up
     // The mean rate is what a user gets; the best token is the figure compared with the read ceiling,
-    // which is the best of its passes too (on a busy host single tokens ranged over 1.6x, and the best
-    // of 300 passes sat 1.3-1.5x above their median, bench/RESULTS.md).
+    // which is the best of its passes too (on a busy host the best of 300 tokens sat 1.2-1.6x above
+    // their median, for a plain read of the weights as for decode: bench/RESULTS.md).
     double total = 0, best = 1e30;
     for (int i = 0; i < a.decode_tokens - 1; ++i) {
       auto td = Clock::now();
