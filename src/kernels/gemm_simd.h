@@ -441,11 +441,15 @@ struct QuantRow256 {
     return false;
   }
   template <WeightFormat FMT>
-  static void dot4(const float* x, const WeightRef& w, int64_t n, float* out) {
+  static bool spreads_requests(const WeightRef&) {
+    return false;
+  }
+  template <WeightFormat FMT>
+  static void dot4(const float* x, const WeightRef& w, int64_t n, float* out, const char* = nullptr) {
     for (int i = 0; i < 4; ++i) out[i] = dot<FMT>(x, w, n + i);
   }
   template <WeightFormat FMT>
-  static float dot(const float* x, const WeightRef& w, int64_t n) {
+  static float dot(const float* x, const WeightRef& w, int64_t n, const char* = nullptr) {
     const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
     const int64_t first_block = (n / w.quant.block_rows) * groups;
     const void* row = quant_row<FMT>(w, n);
@@ -481,23 +485,32 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
     const char* r = static_cast<const char*>(quant_row<FMT>(w, n));
     for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
   };
-  // The row product may want x in its own order (Row::prepare: read by every row of the range).
+  // Where the row product can (Row::spreads_requests), the codes of the rows `ahead` on are requested
+  // a line or two at each 64-value step of the product instead of in one burst before it, as the
+  // dense rows are (gemv_rows512).
+  const bool spread = Row::template spreads_requests<FMT>(w);
+  // The row product may want x in its own order (Row::prepare: read by every row of the range). Where
+  // it reads x as it is (Q8, the 4-bit rows prepare() leaves alone), x as 64-byte aligned rows: its
+  // vector loads then never straddle two cache lines.
   alignas(64) float scratch[Row::kScratchFloats];
   const float* xr = Row::template prepare<FMT>(x, M, w, scratch);
+  if (xr == x) xr = aligned_input(x, M * K);
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch(n);
   // Where the row product can, it takes four rows per pass (sharing the loads of x); each row gets
   // exactly the arithmetic it gets alone, so where the range starts never changes a result.
   const bool four = Row::template takes_four_rows<FMT>(w);
   for (int64_t n = n0; n < n1;) {
     const int64_t rows = four && n + 4 <= n1 ? 4 : 1;
-    for (int64_t i = 0; i < rows; ++i)
-      if (n + i + ahead < n1) prefetch(n + i + ahead);
+    const char* pf = spread && n + rows + ahead <= n1 ? static_cast<const char*>(quant_row<FMT>(w, n + ahead)) : nullptr;
+    if (!pf)
+      for (int64_t i = 0; i < rows; ++i)
+        if (n + i + ahead < n1) prefetch(n + i + ahead);
     for (int64_t m = 0; m < M; ++m) {
       float s[4];
       if (rows == 4)
-        Row::template dot4<FMT>(xr + m * K, w, n, s);
+        Row::template dot4<FMT>(xr + m * K, w, n, s, m == 0 ? pf : nullptr);
       else
-        s[0] = Row::template dot<FMT>(xr + m * K, w, n);
+        s[0] = Row::template dot<FMT>(xr + m * K, w, n, m == 0 ? pf : nullptr);
       for (int64_t i = 0; i < rows; ++i) y[m * N + n + i] = bias ? s[i] + bias[n + i] : s[i];
     }
     n += rows;

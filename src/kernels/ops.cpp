@@ -9,8 +9,8 @@ namespace smolvlm {
 
 namespace {
 
-// The vector loops of one instruction set (ops.h, detail): the AVX2 ones run on both x86 paths
-// (avx2, avx512), the NEON ones on neon.
+// The vector loops of one instruction set (ops.h, detail): the AVX2 ones on the avx2 path, and on
+// the avx512 path all but attention's row loops, the NEON ones on neon.
 struct VectorOps {
   decltype(&detail::dot_rows_avx2) dot_rows;
   decltype(&detail::weighted_sum_rows_avx2) weighted_sum_rows;
@@ -29,6 +29,10 @@ constexpr VectorOps kAvx2Ops{detail::dot_rows_avx2,     detail::weighted_sum_row
                              detail::rms_norm_row_avx2, detail::layer_norm_row_avx2,    detail::gelu_tanh_avx2,
                              detail::silu_mul_avx2,     detail::scale_max_avx2,         detail::exp_sum_avx2,
                              detail::scale_avx2};
+constexpr VectorOps kAvx512Ops{detail::dot_rows_avx512,   detail::weighted_sum_rows_avx512, detail::add_inplace_avx2,
+                               detail::rms_norm_row_avx2, detail::layer_norm_row_avx2,      detail::gelu_tanh_avx2,
+                               detail::silu_mul_avx2,     detail::scale_max_avx2,           detail::exp_sum_avx2,
+                               detail::scale_avx2};
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS
 constexpr VectorOps kNeonOps{detail::dot_rows_neon,     detail::weighted_sum_rows_neon, detail::add_inplace_neon,
@@ -43,8 +47,8 @@ constexpr VectorOps kNeonOps{detail::dot_rows_neon,     detail::weighted_sum_row
 const VectorOps* vector_ops(KernelPath path) {
   switch (path) {
 #if SMOLVLM_HAVE_X86_KERNELS
-    case KernelPath::Avx2:
-    case KernelPath::Avx512: return &kAvx2Ops;
+    case KernelPath::Avx2: return &kAvx2Ops;
+    case KernelPath::Avx512: return &kAvx512Ops;
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS
     case KernelPath::Neon: return &kNeonOps;

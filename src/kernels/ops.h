@@ -86,6 +86,9 @@ float scale_max_avx2(float* x, int64_t n, float scale);
 // x[j] = exp(x[j] - max_value) for j < n; returns the sum.
 float exp_sum_avx2(float* x, int64_t n, float max_value);
 void scale_avx2(float* x, int64_t n, float scale);
+// The AVX-512 versions of attention's row loops (ops_avx512.cpp), called only on the avx512 path.
+void dot_rows_avx512(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum_rows_avx512(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);
 // The NEON versions (ops_neon.cpp, aarch64 builds), the same contracts.
 void dot_rows_neon(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
 void weighted_sum_rows_neon(const float* p, const float* v, int64_t stride, int64_t n, int64_t D, float* out);

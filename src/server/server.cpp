@@ -44,6 +44,9 @@ struct Server {
   std::string kernel_path;
   std::atomic<uint64_t> next_id{0};
   uint64_t id_salt = std::random_device{}();
+  // Streamed answers still being written: a job is done before its last events go out, and the
+  // listener's stop cuts every stream it finds open, so the drain waits for these too.
+  std::atomic<int> open_streams{0};
 
   explicit Server(const ServerOptions& o) : opt(o) {}
 };
@@ -103,6 +106,8 @@ void wait_for_start(Job& job) {
 void stream_answer(Server& s, const std::shared_ptr<Job>& job, const ResponseHeader& h, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   auto first = std::make_shared<bool>(true);
+  ++s.open_streams;
+  const auto written = [&s](bool) { --s.open_streams; };  // run when the response is released
   res.set_chunked_content_provider("text/event-stream", [&s, job, h, first](size_t, httplib::DataSink& sink) {
     std::string text;
     const bool done = job->take(text, std::chrono::milliseconds(100));
@@ -129,7 +134,7 @@ void stream_answer(Server& s, const std::shared_ptr<Job>& job, const ResponseHea
     if (!sink.write(tail.data(), tail.size())) return false;
     sink.done();
     return true;
-  });
+  }, written);
 }
 
 void handle_generation(Server& s, const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
@@ -298,12 +303,15 @@ void watch_signals(Server& s, const sigset_t& signals, const std::atomic<bool>& 
     const bool was_ready = s.state.exchange(State::Draining) == State::Ready;
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.opt.grace_s));
     if (was_ready) {
-      while (Clock::now() < until) {
+      const auto idle = [&s] {
         const SchedulerStats st = s.scheduler->stats();
-        if (st.busy == 0 && st.queued == 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+        return st.busy == 0 && st.queued == 0 && s.open_streams == 0;
+      };
+      while (Clock::now() < until && !idle()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       s.scheduler->cancel_all();
+      // Cancelled streams end at their next token and still send their last event and [DONE].
+      const auto written = Clock::now() + std::chrono::seconds(2);
+      while (Clock::now() < written && !idle()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     stop_listening(s.http);
     return;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -303,37 +304,48 @@ void add_ops(std::vector<OpCase>& t) {
                },
                kSameLoops, Tolerance{0, 0, "one fp32 add per element on every path: bitwise"}, 0, 12.0 * n});
 
-  // Attention's row primitives, on rows with a stride (heads interleaved) and odd lengths.
-  const int64_t keys = 37, D = 72, stride = 3 * D + 8;
-  auto q = std::make_shared<std::vector<float>>(uniform(size_t(D), 95));
-  auto kv = std::make_shared<std::vector<float>>(uniform(size_t(keys * stride), 96));
-  auto p = std::make_shared<std::vector<float>>(uniform(size_t(keys), 97, 0.f, 1.f / float(keys)));
-  t.push_back({"dot_rows 37 keys x 72",
-               [=](ThreadPool&) {
-                 std::vector<float> s(static_cast<size_t>(keys));
-                 dot_rows(q->data(), kv->data(), stride, keys, D, s.data());
-                 return s;
-               },
-               [=] {
-                 std::vector<float> s(static_cast<size_t>(keys));
-                 dot_rows_reference(q->data(), kv->data(), stride, keys, D, s.data());
-                 return widen(s);
-               },
-               kSameLoops, Tolerance{1e-5, 0, "reordered fp32 sum of D products of O(1): a few ulp of sums ~5"},
-               2.0 * keys * D, 0});
-  t.push_back({"weighted_sum_rows 37 keys x 72",
-               [=](ThreadPool&) {
-                 std::vector<float> o(static_cast<size_t>(D));
-                 weighted_sum_rows(p->data(), kv->data(), stride, keys, D, o.data());
-                 return o;
-               },
-               [=] {
-                 std::vector<float> o(static_cast<size_t>(D));
-                 weighted_sum_rows_reference(p->data(), kv->data(), stride, keys, D, o.data());
-                 return widen(o);
-               },
-               kSameLoops, Tolerance{4 * kEps, 0, "same j order, FMA instead of mul+add: < 1 ulp per step"},
-               2.0 * keys * D, 0});
+  // Attention's row primitives, on rows with a stride (heads interleaved): head sizes of SmolLM2 (64)
+  // and HunYuan (128) and one with a column tail (72); key counts with and without a tail of a 16-key
+  // block, odd and even.
+  for (const auto& shape_pair : {std::pair<int64_t, int64_t>{37, 72}, {37, 64}, {48, 128}, {5, 64}}) {
+    // Plain copies, not a structured binding: lambdas below capture them (C++20 allows capturing
+    // bindings, but clang 14 does not).
+    const int64_t keys = shape_pair.first, D = shape_pair.second;
+    const int64_t stride = 3 * D + 8;
+    const std::string shape = std::to_string(keys) + " keys x " + std::to_string(D);
+    auto q = std::make_shared<std::vector<float>>(uniform(size_t(D), uint32_t(95 + D)));
+    auto kv = std::make_shared<std::vector<float>>(uniform(size_t(keys * stride), uint32_t(96 + D)));
+    auto p = std::make_shared<std::vector<float>>(uniform(size_t(keys), uint32_t(97 + D), 0.f, 1.f / float(keys)));
+    t.push_back({"dot_rows " + shape,
+                 [=](ThreadPool&) {
+                   std::vector<float> s(static_cast<size_t>(keys));
+                   dot_rows(q->data(), kv->data(), stride, keys, D, s.data());
+                   return s;
+                 },
+                 [=] {
+                   std::vector<float> s(static_cast<size_t>(keys));
+                   dot_rows_reference(q->data(), kv->data(), stride, keys, D, s.data());
+                   return widen(s);
+                 },
+                 kSameLoops, Tolerance{1e-5, 0, "reordered fp32 sum of D <= 128 products of O(1): a few ulp of sums ~5"},
+                 2.0 * keys * D, 0});
+    t.push_back({"weighted_sum_rows " + shape,
+                 [=](ThreadPool&) {
+                   std::vector<float> o(static_cast<size_t>(D));
+                   weighted_sum_rows(p->data(), kv->data(), stride, keys, D, o.data());
+                   return o;
+                 },
+                 [=] {
+                   std::vector<float> o(static_cast<size_t>(D));
+                   weighted_sum_rows_reference(p->data(), kv->data(), stride, keys, D, o.data());
+                   return widen(o);
+                 },
+                 kSameLoops,
+                 Tolerance{4 * kEps, 0,
+                           "j order (avx512: even and odd j apart, then added), FMA instead of mul+add: a few ulp of "
+                           "sums < 1"},
+                 2.0 * keys * D, 0});
+  }
   auto scores = std::make_shared<std::vector<float>>(uniform(1003, 98, -30.f, 30.f));
   t.push_back({"scaled_softmax n=1003",
                [=](ThreadPool&) {
