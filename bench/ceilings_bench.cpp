@@ -1,5 +1,7 @@
 // Machine ceilings the GEMM results are compared with: fp32 FMA peak per kernel path (1 thread and
-// SMOLVLM_BENCH_THREADS threads, default 2), STREAM triad bandwidth and streaming read bandwidth.
+// SMOLVLM_BENCH_THREADS threads, default 2), STREAM triad bandwidth and streaming read bandwidth, and
+// the read of an L2-sized buffer on one thread beside them (how far cache outruns memory: reported
+// here, never asserted by a test).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -32,7 +34,15 @@ void bm_read(benchmark::State& state, int threads) {
   state.counters["GB/s"] = gbs;
 }
 
+void bm_read_l2(benchmark::State& state) {
+  smolvlm::ThreadPool pool(1);
+  double gbs = 0;
+  for (auto _ : state) gbs = smolvlm::measure_read_gbs(pool, size_t(192) << 10, 1.0);
+  state.counters["GB/s"] = gbs;
+}
+
 int register_all() {
+  benchmark::RegisterBenchmark("read_l2_192k/threads:1", bm_read_l2)->Iterations(1)->UseRealTime();
   for (int threads : {1, smolvlm::bench::bench_threads()}) {
     const std::string t = "/threads:" + std::to_string(threads);
     for (smolvlm::KernelPath p : smolvlm::supported_kernel_paths())

@@ -33,10 +33,10 @@ extern "C" {
 #endif
 
 #define SMOLVLM_VERSION_MAJOR 0
-#define SMOLVLM_VERSION_MINOR 3
+#define SMOLVLM_VERSION_MINOR 4
 #define SMOLVLM_VERSION_PATCH 0
 
-/* "0.3.0": the version of the library actually loaded (it may differ from the header's). */
+/* "0.4.0": the version of the library actually loaded (it may differ from the header's). */
 SMOLVLM_API const char* smolvlm_version(void);
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -250,6 +250,8 @@ typedef struct smolvlm_result {
   smolvlm_timings timings;
   const char* kernel_path;    /* static string: the kernels that ran */
   int64_t reused_tokens;      /* prompt tokens kept from the session's KV (reuse_prefix), not prefilled */
+  int64_t unprintable_tokens; /* generated ids the tokenizer lacks (a model's embedding padded past its
+                                 tokenizer): kept in token_ids, decoded to nothing, as HF does */
 } smolvlm_result;
 
 /* Releases the result's arrays and zeroes it. */
@@ -322,10 +324,13 @@ SMOLVLM_API smolvlm_status smolvlm_model_tokenizer(smolvlm_model* model, const s
  * with smolvlm_free(). */
 SMOLVLM_API smolvlm_status smolvlm_tokenize(const smolvlm_tokenizer* tokenizer, const char* text, size_t size,
                                             int add_special_tokens, int32_t** ids, size_t* n_ids);
-/* Decodes ids, as HF's tokenizer.decode(ids, skip_special_tokens=...). *text is released with smolvlm_free(). */
+/* Decodes ids, as HF's tokenizer.decode(ids, skip_special_tokens=...): an id the tokenizer lacks (a
+ * model's embedding may be padded past it) gives no text; a negative id is SMOLVLM_ERR_BAD_INPUT.
+ * *text is released with smolvlm_free(). */
 SMOLVLM_API smolvlm_status smolvlm_detokenize(const smolvlm_tokenizer* tokenizer, const int32_t* ids, size_t n_ids,
                                               int skip_special_tokens, char** text);
-/* The vocabulary string of one id (e.g. "Ġthe"). *token is released with smolvlm_free(). */
+/* The vocabulary string of one id (e.g. "Ġthe"); SMOLVLM_ERR_BAD_INPUT for an id the tokenizer lacks.
+ * *token is released with smolvlm_free(). */
 SMOLVLM_API smolvlm_status smolvlm_token_to_string(const smolvlm_tokenizer* tokenizer, int32_t id, char** token);
 SMOLVLM_API int64_t smolvlm_tokenizer_vocab_size(const smolvlm_tokenizer* tokenizer);
 

@@ -97,6 +97,13 @@ class Tokenizer {
     check(smolvlm_token_to_string(t_, id, &s));
     return take_string(s);
   }
+  // False for an id the tokenizer lacks (detokenize gives it no text).
+  bool has_token(int32_t id) const {
+    char* s = nullptr;
+    const bool found = smolvlm_token_to_string(t_, id, &s) == SMOLVLM_OK;
+    take_string(s);
+    return found;
+  }
 
  private:
   struct Deleter {

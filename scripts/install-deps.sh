@@ -7,7 +7,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake ninja-build pkg-config git ca-certificates \
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache \
   clang libclang-rt-14-dev \
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev \

@@ -1,9 +1,12 @@
 // Helpers shared by the tests: where the test data lives, writing files, running the CLI.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 
 namespace smolvlm::test {
@@ -12,6 +15,11 @@ inline std::filesystem::path data_dir() { return SMOLVLM_TEST_DATA; }
 inline std::filesystem::path cli_binary() { return SMOLVLM_BINARY; }
 // tests/data/models/<name>
 inline std::filesystem::path model_dir(const char* name) { return data_dir() / "models" / name; }
+
+// The greedy choice over logits: the first of the largest.
+inline int32_t argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
 
 // Writes `text` to `p`, creating the parent folders.
 inline void write_text_file(const std::filesystem::path& p, const std::string& text) {

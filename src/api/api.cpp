@@ -70,7 +70,7 @@ int32_t* copy_ids(const std::vector<int32_t>& ids) {
 
 extern "C" {
 
-const char* smolvlm_version(void) { return "0.3.0"; }
+const char* smolvlm_version(void) { return "0.4.0"; }
 
 const char* smolvlm_last_error(void) { return smolvlm::capi::t_last_error.c_str(); }
 

@@ -121,6 +121,7 @@ void fill_result(const RequestResult& r, smolvlm_result* out) {
   res.timings = {r.timings.load, r.timings.preprocess, r.timings.vision, r.timings.prefill, r.timings.decode};
   res.kernel_path = kernel_path_name(active_kernel_path());
   res.reused_tokens = r.reused_tokens;
+  res.unprintable_tokens = r.unprintable_tokens;
   *out = res;
 }
 

@@ -47,10 +47,16 @@ const Command kDetokenize{"detokenize", "Decode token IDS with the model's token
   auto skip_special = std::make_shared<bool>(false);
   sub.add_option("--model", *model, std::string("model folder or hub id (default ") + smolvlm_default_model() + "); only tokenizer.json is read");
   sub.add_flag("--skip-special-tokens", *skip_special, "drop special tokens, as HF skip_special_tokens=True");
-  sub.add_option("ids", *ids, "token ids (an id outside the vocabulary is an error)")->required();
+  sub.add_option("ids", *ids, "token ids (one the tokenizer lacks decodes to nothing, as in HF, and is named on "
+                              "stderr; a negative id is an error)")->required();
   return [=]() {
+    const api::Tokenizer tok = tokenizer_of(*model);
     nlohmann::ordered_json out;
-    out["text"] = tokenizer_of(*model).detokenize(*ids, *skip_special);
+    out["text"] = tok.detokenize(*ids, *skip_special);
+    std::string lacking;
+    for (int32_t id : *ids)
+      if (!tok.has_token(id)) lacking += " " + std::to_string(id);
+    if (!lacking.empty()) std::cerr << "note: not in the tokenizer, decoded to nothing:" << lacking << "\n";
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   };

@@ -98,14 +98,18 @@ class Translator {
     } else {
       std::cout << "\n" << std::flush;
     }
-    if (f_.verbose)
+    if (f_.verbose) {
       std::cerr << "paragraph " << index << ": " << raw.prompt_tokens << " prompt tokens, " << raw.n_tokens
                 << " new, prefill " << raw.timings.prefill_s << " s, decode " << raw.timings.decode_s
                 << " s, finish: " << smolvlm_finish_reason_name(raw.finish_reason) << "\n";
+      if (!noted_unprintable_ && raw.unprintable_tokens > 0) std::cerr << unprintable_note(raw);
+      noted_unprintable_ = noted_unprintable_ || raw.unprintable_tokens > 0;
+    }
   }
 
  private:
   const TranslateFlags& f_;
+  bool noted_unprintable_ = false;  // --verbose says it once
   std::vector<Term> terms_;
   std::vector<smolvlm_term> term_refs_;  // views of terms_
   std::unique_ptr<api::Model> model_;

@@ -112,8 +112,15 @@ int run_generation(const GenerationFlags& f, const FillPrompt& fill) {
     std::cout << result_json(r.raw(), load).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << "\n";
-  if (f.verbose) std::cerr << timing_report(r.raw(), load, model.info()) << "\n";
+  if (f.verbose) std::cerr << timing_report(r.raw(), load, model.info()) << "\n" << unprintable_note(r.raw());
   return 0;
+}
+
+std::string unprintable_note(const smolvlm_result& r) {
+  if (r.unprintable_tokens <= 0) return "";
+  return "note: the model generated " + std::to_string(r.unprintable_tokens) +
+         " id(s) its tokenizer cannot print (its embedding is padded past the tokenizer): they are kept in "
+         "token_ids and add no text, as in HF transformers\n";
 }
 
 }  // namespace smolvlm::cli

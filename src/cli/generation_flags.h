@@ -43,4 +43,8 @@ void apply_generation_flags(const GenerationFlags& f, smolvlm_request& req, std:
 using FillPrompt = std::function<void(const api::Model&, smolvlm_request&, api::Chat& chat)>;
 int run_generation(const GenerationFlags& f, const FillPrompt& fill);
 
+// For --verbose: a line saying the model generated ids its tokenizer cannot print (kept in token_ids,
+// decoded to nothing), or "" when it did not.
+std::string unprintable_note(const smolvlm_result& r);
+
 }  // namespace smolvlm::cli

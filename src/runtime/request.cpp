@@ -322,6 +322,7 @@ RequestResult generate_text(Session& session, const TextAssets& assets, std::spa
   if (!stops.stopped() && !cancelled) emit(stops.finish());
   r.timings.decode = gen.decode_seconds;
   r.token_ids = gen.ids;
+  r.unprintable_tokens = detok.unprintable();
   if (stops.stopped()) r.finish = FinishReason::Stop;
   else if (gen.stopped_by_caller) r.finish = FinishReason::Cancelled;
   else if (gen.stopped_on_eos) r.finish = FinishReason::Eos;

@@ -122,6 +122,7 @@ struct RequestResult {
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens kept in the session from before, not prefilled
   int64_t image_tiles = 0;
+  int64_t unprintable_tokens = 0;  // generated ids the tokenizer lacks (kept in token_ids, no text)
   FinishReason finish = FinishReason::Length;
   StageTimings timings;
 };

@@ -52,6 +52,9 @@ std::string Metrics::render(const SchedulerStats& s) const {
     << "smolvlm_queue_depth " << s.queued << "\n"
     << "# HELP smolvlm_slots_busy Slots generating.\n# TYPE smolvlm_slots_busy gauge\n"
     << "smolvlm_slots_busy " << s.busy << "\n"
+    << "# HELP smolvlm_generations_cancelled_total Generations stopped early: client gone, time limit or shutdown.\n"
+    << "# TYPE smolvlm_generations_cancelled_total counter\n"
+    << "smolvlm_generations_cancelled_total " << s.cancelled << "\n"
     << "# HELP smolvlm_slots Slots in all.\n# TYPE smolvlm_slots gauge\n"
     << "smolvlm_slots " << s.slots << "\n";
   return o.str();

@@ -9,9 +9,11 @@ namespace smolvlm::server {
 bool Job::take(std::string& out, std::chrono::milliseconds wait) {
   std::unique_lock lock(mutex);
   changed.wait_for(lock, wait, [&] { return done || !pending.empty(); });
-  out += pending;
-  pending.clear();
-  return done;
+  if (!pending.empty()) {
+    out += pending.front();
+    pending.pop_front();
+  }
+  return done && pending.empty();
 }
 
 namespace {
@@ -21,7 +23,7 @@ int on_piece(const char* piece, size_t size, void* user) {
   {
     std::lock_guard lock(job->mutex);
     if (job->ttft_s < 0) job->ttft_s = std::chrono::duration<double>(Clock::now() - job->enqueued).count();
-    job->pending.append(piece, size);
+    job->pending.emplace_back(piece, size);
   }
   job->changed.notify_all();
   if (Clock::now() >= job->deadline) {
@@ -128,6 +130,7 @@ SchedulerStats Scheduler::stats() const {
   s.slots = static_cast<int>(running_.size());
   for (const auto& j : running_) s.busy += j != nullptr;
   s.queued = queue_.size();
+  s.cancelled = jobs_cancelled_;
   return s;
 }
 
@@ -185,6 +188,7 @@ void Scheduler::run_slot(int index) {
       std::lock_guard lock(mutex_);
       running_[static_cast<size_t>(index)] = nullptr;
       last_used_[static_cast<size_t>(index)] = ++jobs_ended_;
+      if (run && status == SMOLVLM_OK && result.raw().finish_reason == SMOLVLM_FINISH_CANCELLED) ++jobs_cancelled_;
       // The session now holds this conversation and its answer (or whatever ran of it).
       std::vector<uint64_t>& h = history_[static_cast<size_t>(index)];
       if (run) h = job->signature;

@@ -30,7 +30,9 @@ struct Job {
 
   std::mutex mutex;
   std::condition_variable changed;
-  std::string pending;  // streamed text not yet taken by the writer
+  // Streamed pieces not yet taken by the writer, one per printable piece the engine gave: each is
+  // its own event, however fast the engine runs or however slowly the writer comes back.
+  std::deque<std::string> pending;
   bool started = false, done = false;
   bool ran = false;  // the engine ran it (false: cancelled while queued)
   smolvlm_status status = SMOLVLM_OK;
@@ -41,7 +43,8 @@ struct Job {
   std::vector<uint64_t> signature;  // conversation_signature(engine_request), set by submit()
   std::atomic<bool> cancel{false};
 
-  // Waits up to `wait` for news; moves the pending text into `out`. True once the job is done.
+  // Waits up to `wait` for news; moves the oldest pending piece into `out`. True once the job is done
+  // and every piece has been taken.
   bool take(std::string& out, std::chrono::milliseconds wait);
 };
 
@@ -54,6 +57,7 @@ std::vector<uint64_t> conversation_signature(const smolvlm_request& request);
 struct SchedulerStats {
   int slots = 0, busy = 0;
   size_t queued = 0;
+  uint64_t cancelled = 0;  // jobs that ran and were stopped early (client gone, time limit, shutdown)
 };
 
 class Scheduler {
@@ -86,6 +90,7 @@ class Scheduler {
   std::vector<std::vector<uint64_t>> history_;  // per slot: the signature of its last conversation
   std::vector<uint64_t> last_used_;              // per slot: when its last job ended (a counter)
   uint64_t jobs_ended_ = 0;
+  uint64_t jobs_cancelled_ = 0;
   bool stopping_ = false;
   struct GroupFree {
     void operator()(smolvlm_decode_group* g) const { smolvlm_decode_group_free(g); }

@@ -251,13 +251,15 @@ std::vector<int32_t> Tokenizer::encode_with_tokens(std::string_view text, bool a
   return impl_->encode(text, add_special_tokens, tokens);
 }
 
+// As HF tokenizers: an id the tokenizer lacks decodes to nothing (a model's embedding is often padded
+// past its tokenizer, and such ids can be generated); a negative id is no id at all.
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
-    const std::string& t = impl_->token_of(id);
-    if (skip_special_tokens && is_special(id)) continue;
-    tokens.push_back(t);
+    if (id < 0) throw bad_input(impl_->name + ": token id " + std::to_string(id) + " is negative");
+    if (!has_id(id) || (skip_special_tokens && is_special(id))) continue;
+    tokens.push_back(impl_->token_of(id));
   }
   if (!impl_->decoder) {
     std::string out;
@@ -275,6 +277,9 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::string Tokenizer::id_to_token(int32_t id) const { return impl_->token_of(id); }
+bool Tokenizer::has_id(int32_t id) const {
+  return impl_->added_by_id.count(id) != 0 || impl_->model->id_to_token(id) != nullptr;
+}
 int64_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
 const std::string& Tokenizer::name() const { return impl_->name; }
 
@@ -333,7 +338,11 @@ std::string StreamingDetokenizer::release(std::string raw, bool final) {
 // Decoding a window that starts a few ids back and subtracting the window's already emitted text
 // keeps context-dependent decoders (leading-space strip, byte fallback runs) right at O(window) cost.
 std::string StreamingDetokenizer::push(int32_t id) {
-  tok_.id_to_token(id);  // validates the id now, not at some later push
+  if (id < 0) throw bad_input(tok_.name() + ": token id " + std::to_string(id) + " is negative");
+  if (!tok_.has_id(id)) {  // decodes to nothing (Tokenizer::decode): nothing to emit, nothing to hold
+    ++unprintable_;
+    return {};
+  }
   ids_.push_back(id);
   std::string emitted = decode_range(prefix_offset_, read_offset_);
   std::string now = decode_range(prefix_offset_, ids_.size());

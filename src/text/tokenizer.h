@@ -33,10 +33,12 @@ class Tokenizer {
   // Same as encode, also returning the vocabulary strings of the ids.
   std::vector<int32_t> encode_with_tokens(std::string_view text, bool add_special_tokens,
                                           std::vector<std::string>* tokens) const;
-  // Throws Error(BadInput) for an id outside the vocabulary.
+  // Ids the tokenizer lacks decode to nothing, as in HF (a model may generate them: embeddings are
+  // often padded past the tokenizer); a negative id throws Error(BadInput).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::string id_to_token(int32_t id) const;  // Error(BadInput) on out-of-range
+  bool has_id(int32_t id) const;              // a vocabulary entry or an added token
   int64_t vocab_size() const;                 // including added tokens
   bool is_special(int32_t id) const;
   const std::string& name() const;
@@ -61,6 +63,8 @@ class StreamingDetokenizer {
   StreamingDetokenizer(const Tokenizer& tok, bool skip_special_tokens, bool clean_up_spaces = false);
   std::string push(int32_t id);  // newly printable text (may be empty)
   std::string finish();          // whatever remains (may contain U+FFFD, as decode would)
+  // Pushed ids the tokenizer lacks (they decode to nothing).
+  int64_t unprintable() const { return unprintable_; }
 
  private:
   std::string decode_range(size_t begin, size_t end) const;
@@ -72,6 +76,7 @@ class StreamingDetokenizer {
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0;  // ids before this are fully emitted and no longer decoded
   size_t read_offset_ = 0;    // text of ids [prefix_offset_, read_offset_) has been emitted
+  int64_t unprintable_ = 0;
 };
 
 }  // namespace smolvlm

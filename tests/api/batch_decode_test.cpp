@@ -43,7 +43,7 @@ std::vector<int32_t> prompt(int s) {
   return ids;
 }
 
-int32_t argmax(std::span<const float> l) { return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()); }
+using test::argmax;
 
 struct Trace {
   std::vector<int32_t> ids;

@@ -13,7 +13,7 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/smolvlm.h"
 libdir=$(dirname "$(find "$prefix" -name 'libsmolvlm.so.*' -type f | head -1)")
 test -n "$libdir"
-readelf -d "$libdir"/libsmolvlm.so.*.*.* | grep -q 'SONAME.*libsmolvlm.so.0.3\]'
+readelf -d "$libdir"/libsmolvlm.so.*.*.* | grep -q 'SONAME.*libsmolvlm.so.0.4\]'
 # Only the C API is exported.
 if nm -D --defined-only "$libdir/libsmolvlm.so" | awk '{print $3}' | grep -v '^smolvlm_' | grep -v '^_' | grep -q .; then
   echo "libsmolvlm.so exports symbols outside the C API:" >&2

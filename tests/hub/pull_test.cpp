@@ -71,7 +71,8 @@ class FakeHub {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    for (int i = 0; i < 200 && pid_ > 0 && !fs::exists(port_file); ++i)
+    // The server writes its port once it listens; the bound (60 s) only catches a hang.
+    for (int i = 0; i < 1200 && pid_ > 0 && !fs::exists(port_file); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (fs::exists(port_file)) base_ = "http://127.0.0.1:" + slurp(port_file);
   }

@@ -7,6 +7,10 @@ import path from "node:path";
 export const BINARY = process.env.SMOLVLM_BINARY;
 export const DATA = process.env.SMOLVLM_TEST_DATA;
 export const MODEL = path.join(DATA, "models", "smolvlm-tiny");
+// llama-tiny with its embedding padded past the tokenizer (make_padded_vocab.py): after PADDED_PROMPT it
+// generates PADDED_ID first, an id the tokenizer cannot print.
+export const PADDED_MODEL = path.join(DATA, "models", "llama-tiny-padded");
+export const PADDED_PROMPT = "The capital of France is", PADDED_ID = 49300;
 export const IMAGE = path.join(DATA, "..", "..", "examples", "flower.jpg");
 export const IMAGE_URL = "data:image/jpeg;base64," + readFileSync(IMAGE).toString("base64");
 if (!BINARY || !DATA) throw new Error("SMOLVLM_BINARY and SMOLVLM_TEST_DATA must be set");
@@ -20,7 +24,8 @@ export async function startServer(args = [], { waitReady = true, model = MODEL, 
   proc.stderr.on("data", (d) => (err += d));
   const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 20000);
+    // Bounds that only a hang reaches (the tiny models load in well under a second).
+    const timer = setTimeout(() => reject(new Error("server did not start: " + err)), 60000);
     const poll = setInterval(() => {
       const m = err.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
       if (m) {
@@ -36,10 +41,10 @@ export async function startServer(args = [], { waitReady = true, model = MODEL, 
     });
   });
   if (waitReady) {
-    for (let i = 0; ; ++i) {
+    for (const t0 = Date.now(); ; ) {
       const r = await fetch(url + "/health").catch(() => null);
       if (r && r.status === 200) break;
-      if (i > 400) throw new Error("server not ready: " + err);
+      if (Date.now() - t0 > 60000) throw new Error("server not ready: " + err);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
@@ -62,8 +67,8 @@ export function caption(prompt, maxTokens, extra = []) {
   return JSON.parse(out);
 }
 
-export function generate(prompt, maxTokens, extra = []) {
-  const out = execFileSync(BINARY, ["generate", "--model", MODEL, "--threads", "1", "--json", "--max-new-tokens",
+export function generate(prompt, maxTokens, extra = [], model = MODEL) {
+  const out = execFileSync(BINARY, ["generate", "--model", model, "--threads", "1", "--json", "--max-new-tokens",
     String(maxTokens), "--prompt", prompt, ...extra], { encoding: "utf8" });
   return JSON.parse(out);
 }

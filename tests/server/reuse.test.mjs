@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { startServer, postJson, imageMessage, IMAGE_URL, DATA } from "./lib.mjs";
+import { startServer, postJson, parseSse, imageMessage, IMAGE_URL, DATA } from "./lib.mjs";
 
 const N = 10;
 const OTHER_URL = "data:image/png;base64," + readFileSync(path.join(DATA, "image", "resample_src", "src_200x150_RGB.png")).toString("base64");
@@ -71,9 +71,17 @@ test("prefill in chunks between running streams changes no answer", async () => 
   const long = { max_tokens: 40, ignore_eos: true };
   const ref = await chat(plain, imageMessage("Tell a long story."), long);
   const refImage = await chat(plain, imageMessage("What is in the picture?", OTHER_URL));
-  const running = chat(reuse, imageMessage("Tell a long story."), long);
-  await new Promise((r) => setTimeout(r, 150));  // the first stream is decoding
-  const [a, b] = await Promise.all([running, chat(reuse, imageMessage("What is in the picture?", OTHER_URL))]);
-  assert.deepEqual(a.smolvlm.token_ids, ref.smolvlm.token_ids);
+  // The second request is sent once the first stream's first event is in: it is decoding by then.
+  const r = await fetch(reuse.url + "/v1/chat/completions", { method: "POST", body: JSON.stringify({
+    messages: imageMessage("Tell a long story."), max_tokens: N, temperature: 0, ...long, stream: true }) });
+  assert.equal(r.status, 200);
+  const reader = r.body.getReader(), utf8 = new TextDecoder();
+  let streamed = utf8.decode((await reader.read()).value, { stream: true });
+  const second = chat(reuse, imageMessage("What is in the picture?", OTHER_URL));
+  for (let part = await reader.read(); !part.done; part = await reader.read()) streamed += utf8.decode(part.value, { stream: true });
+  const b = await second;
+  const { chunks, done } = parseSse(streamed);
+  assert.ok(done, "the stream ended with [DONE]");
+  assert.deepEqual(chunks.findLast((c) => c.smolvlm).smolvlm.token_ids, ref.smolvlm.token_ids);
   assert.deepEqual(b.smolvlm.token_ids, refImage.smolvlm.token_ids);
 });

@@ -37,10 +37,19 @@ TEST(TextCli, DetokenizeAndSkipSpecialTokens) {
   EXPECT_EQ(out["text"], "Hello world ");
 }
 
+// An id the tokenizer lacks decodes to nothing, as in HF (ids of an embedding padded past the
+// tokenizer), and stderr names it; a negative id is an error.
+TEST(TextCli, IdsTheTokenizerLacksDecodeToNothing) {
+  json out = parse_output(run_cli("detokenize " + model("smolvlm-tiny") + " 19556 99999999 905", false));
+  EXPECT_EQ(out["text"], "Hello world");
+  const auto r = run_cli("detokenize " + model("smolvlm-tiny") + " 19556 99999999 905");  // stdout and stderr
+  EXPECT_NE(r.out.find("not in the tokenizer, decoded to nothing: 99999999"), std::string::npos) << r.out;
+}
+
 TEST(TextCli, BadInputsAreCleanErrors) {
-  auto r = run_cli("detokenize " + model("smolvlm-tiny") + " 99999999");
+  auto r = run_cli("detokenize " + model("smolvlm-tiny") + " -- 905 -7");
   EXPECT_EQ(r.exit_code, 3) << r.out;
-  EXPECT_NE(r.out.find("99999999"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-7 is negative"), std::string::npos) << r.out;
   r = run_cli("tokenize --model '" + (test::text_data() / "chat").string() + "' hello");
   EXPECT_EQ(r.exit_code, 5) << r.out;  // an I/O error: the folder has no tokenizer.json
   EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;

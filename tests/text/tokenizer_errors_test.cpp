@@ -143,9 +143,20 @@ TEST(TokenizerErrors, IdsOutsideTheVocabulary) {
   EXPECT_FALSE(tok->token_to_id("zz").has_value());
   EXPECT_THROW(tok->id_to_token(3), Error);
   EXPECT_THROW(tok->id_to_token(-1), Error);
-  EXPECT_THROW(tok->decode({0, 7}), Error);
+  // An id the tokenizer lacks decodes to nothing, as in HF; a negative id is no id.
+  EXPECT_TRUE(tok->has_id(2));
+  EXPECT_FALSE(tok->has_id(3));
+  EXPECT_EQ(tok->decode({0, 7, 1}), tok->decode({0, 1}));
+  EXPECT_EQ(tok->decode({7}), "");
+  EXPECT_THROW(tok->decode({0, -1}), Error);
   StreamingDetokenizer stream(*tok, false);
-  EXPECT_THROW(stream.push(99), Error);
+  std::string text = stream.push(0);
+  text += stream.push(99);
+  text += stream.push(1);
+  text += stream.finish();
+  EXPECT_EQ(text, tok->decode({0, 99, 1}));
+  EXPECT_EQ(stream.unprintable(), 1);
+  EXPECT_THROW(stream.push(-1), Error);
 }
 
 TEST(TokenizerErrors, MissingFileIsAnIoError) {
