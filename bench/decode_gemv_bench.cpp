@@ -3,7 +3,9 @@
 // the decode GEMV costs without attention, norms or sampling. The quantized formats use quantize's
 // defaults (q8 per row, q4 in groups of 64, lut4 one table per 16 rows; the lm_head q8 per row), with
 // random codes and parameters. On a busy machine read the best token, and alternate builds.
-//   ./decode_gemv_bench bf16|q8|q4|lut4 [threads=2] [tokens=100] [--in-cache | --rows] [N]
+//   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --rows] [N]
+// ":fast" runs the pool under Precision::Fast (avx512 with avx512_bf16): q8 and q4 then take the
+// integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s); N rows
 // of x per product (default 1: a batched decode step of N sequences). --read-each and --read-once
 // only read the same weights (their bytes summed, the GEMV's split of rows over the threads): one pool
@@ -13,12 +15,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/quant.h"
 #include "kernels/thread_pool.h"
@@ -70,6 +74,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M) {
+  const char* precision = precision_name(pool.precision());
   std::mt19937 rng(1);
   const int64_t N = 576, K = 576;
   const Weight w = make_weight(N, K, f, rng);
@@ -80,8 +85,8 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M) {
     for (int i = 0; i < 10; ++i) linear(x.data(), M, w.ref, nullptr, y.data(), pool);
     best = std::min(best, seconds_since(t0) / 10);
   }
-  std::printf("%s in cache, %lld row(s): %.2f us per 576x576 product, %.1f Gweights/s\n", weight_format_name(f),
-              static_cast<long long>(M), best * 1e6, double(N * K) / best * 1e-9);
+  std::printf("%s (%s) in cache, %lld row(s): %.2f us per 576x576 product, %.1f Gweights/s\n", weight_format_name(f),
+              precision, static_cast<long long>(M), best * 1e6, double(N * K) / best * 1e-9);
   return 0;
 }
 
@@ -126,12 +131,15 @@ uint64_t read_weights(std::span<const WeightRef* const> ws, ThreadPool& pool) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4 [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N]\n", argv[0]);
     return 2;
   }
-  const WeightFormat f = format_named(argv[1]);
+  std::string format = argv[1];
+  const bool fast = format.size() > 5 && format.substr(format.size() - 5) == ":fast";
+  const WeightFormat f = format_named(fast ? format.substr(0, format.size() - 5) : format);
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2, tokens = argc > 3 ? std::max(1, std::atoi(argv[3])) : 100;
-  ThreadPool pool(std::max(1, threads));
+  ThreadPool pool(std::max(1, threads), fast ? std::optional<KernelPath>(KernelPath::Avx512) : std::nullopt,
+                  fast ? Precision::Fast : Precision::Exact);
   const int64_t M = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
   const std::string option = argc > 4 ? argv[4] : "";
   if (option == "--in-cache") return in_cache(f, pool, tokens, M);
@@ -187,7 +195,8 @@ int main(int argc, char** argv) {
   static const char* const what[] = {"products", "read, one call per weight", "read, one call per token"};
   std::printf("%s, %d thread(s), %lld row(s), %s: best step %.3f ms, median %.3f ms (%.0f tok/s at the best; %.1f GB/s "
               "at the best, %.1f at the median)\n",
-              weight_format_name(f), threads, static_cast<long long>(M), what[int(mode)], best * 1e3, median * 1e3,
+              (std::string(weight_format_name(f)) + (fast ? " fast" : "")).c_str(), threads, static_cast<long long>(M),
+              what[int(mode)], best * 1e3, median * 1e3,
               double(M) / best, bytes / best * 1e-9, bytes / median * 1e-9);
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/generation_flags.h"
 #include "cli/messages.h"
 
 namespace smolvlm::cli {
@@ -103,6 +104,7 @@ const Command kPerplexity{"perplexity", "Teacher-forced perplexity of a text or 
   auto ctx = std::make_shared<int64_t>(512);
   auto threads = std::make_shared<int>(0);
   auto as_json = std::make_shared<bool>(false);
+  auto precision = std::make_shared<std::string>();
   sub.add_option("--model", *model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
   auto* text_opt = sub.add_option("--text", *text, "text file, tokenized as the model's tokenizer does (no special tokens added)");
   sub.add_option("--ids", *ids_file, "JSON file of pre-tokenized ids: a list of id lists, or {\"sequences\": [...]}")
@@ -112,12 +114,15 @@ const Command kPerplexity{"perplexity", "Teacher-forced perplexity of a text or 
   sub.add_option("--base", *base_dir, "base model: also report mean KL(base || model) and top-1 agreement");
   sub.add_option("--threads", *threads, "worker threads (default: all)")->check(CLI::NonNegativeNumber);
   sub.add_flag("--json", *as_json, "print one JSON object");
+  add_precision_flag(sub, *precision);  // the model's; the base always runs exact
   return [=]() {
     if (text->empty() == ids_file->empty()) throw UsageError("perplexity: give exactly one of --text FILE and --ids FILE");
     smolvlm_model_options o;
     smolvlm_model_options_init(&o);
     o.threads = *threads;
-    const api::Model m = api::Model::load(model->empty() ? smolvlm_default_model() : *model, &o);
+    smolvlm_model_options mo = o;
+    if (!precision->empty()) mo.precision = precision->c_str();
+    const api::Model m = api::Model::load(model->empty() ? smolvlm_default_model() : *model, &mo);
     std::optional<api::Model> b;
     if (!base_dir->empty()) b.emplace(api::Model::load(*base_dir, &o));
     std::vector<std::vector<int32_t>> windows;
@@ -146,7 +151,8 @@ const Command kPerplexity{"perplexity", "Teacher-forced perplexity of a text or 
                                 {"windows", windows.size()},
                                 {"scored_tokens", t.tokens},
                                 {"mean_nll", t.nll / double(t.tokens)},
-                                {"perplexity", ppl}};
+                                {"perplexity", ppl},
+                                {"precision", m.info().precision}};
     if (b) {
       j["base"] = *base_dir;
       j["mean_kl"] = t.kl / double(t.tokens);

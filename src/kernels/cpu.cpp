@@ -29,6 +29,8 @@ CpuFeatures detect() {
   unsigned a, b, c, d;
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
   f.f16c = (c >> 29) & 1;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  f.avx512vnni = f.avx512f && ((c >> 11) & 1);
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   f.avx512bf16 = f.avx512f && ((a >> 5) & 1);
 #endif

@@ -25,6 +25,7 @@ namespace smolvlm {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512bf16 = false;
+  bool avx512vnni = false;  // vpdpbusd: the integer decode products of Precision::Fast
   bool neon = false;  // aarch64 Advanced SIMD (asimd)
 };
 const CpuFeatures& cpu_features();
@@ -44,11 +45,13 @@ KernelPath active_kernel_path();
 void set_kernel_path(KernelPath p);                  // Error(Unsupported) if the CPU cannot run it
 void reset_kernel_path();                            // undoes set_kernel_path (back to env / best)
 
-// The arithmetic of the blocked matrix products (prefill and vision; decode's streaming products and
-// attention are fp32 in both). Exact: fp32 operands and FMAs, the results HF computes in fp32. Fast:
-// both operands rounded to bf16 (round to nearest even) and multiplied with the bf16 dot-product
-// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate; opt-in, its error is measured
-// (README). Only the avx512 path on a CPU with avx512_bf16 has it.
+// The arithmetic of the matrix products. Exact: fp32 operands and FMAs, the results HF computes in
+// fp32 (for quantized weights, exact to the dequantized model). Fast: the blocked products (prefill and
+// vision) take both operands rounded to bf16 (round to nearest even) and the bf16 dot-product
+// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate; the streaming products (decode) with
+// q8/q4 weights take x rounded to int8 and integer dot products (kernels/gemv_int8.h) where the CPU
+// has avx512_vnni; dense decode and attention stay fp32. Opt-in, its error is measured (README). Only
+// the avx512 path on a CPU with avx512_bf16 has it.
 enum class Precision { Exact, Fast };
 const char* precision_name(Precision p);  // "exact", "fast"
 bool precision_supported(KernelPath path, Precision p);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/gemv_int8.h"
 #include "kernels/quant.h"
 
 namespace smolvlm {
@@ -77,6 +78,13 @@ void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
 thread_local AlignedBuffer t_packed_weight;  // a worker's current weight block
 thread_local AlignedBuffer t_packed_input;   // the caller's whole packed x
 thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
+thread_local Int8RowsBuffer t_int8_rows;     // the caller's x rounded to int8 (the integer products)
+
+// Whether a streaming product of w runs on integers (kernels/gemv_int8.h): Precision::Fast, kernels
+// that have them, a CPU with avx512_vnni and a weight layout they take.
+bool takes_int8(const gemm::GemmKernels& kern, const ThreadPool& pool, const WeightRef& w) {
+  return kern.gemv_int8 && pool.precision() == Precision::Fast && cpu_features().avx512vnni && int8_gemv_takes(w);
+}
 
 // Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
 // stays in the outer caches while every row block of x streams past it.
@@ -182,6 +190,11 @@ void gemv_per_thread(ThreadPool& pool, int64_t n, const std::function<void(int64
 
 void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
                  float* y, ThreadPool& pool) {
+  if (M <= kern.gemv_max_m && takes_int8(kern, pool, w)) {
+    const Int8Rows xq = t_int8_rows.quantize(x, M, w.cols);  // once, for every row of w
+    gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) { kern.gemv_int8(xq, w, bias, y, n0, n1); });
+    return;
+  }
   if (M <= kern.gemv_max_m) {
     gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) { kern.gemv(x, M, w, bias, y, n0, n1); });
     return;
@@ -220,12 +233,17 @@ struct FaultyKernels {
     Real().gemv(x, M, w, bias, y, n0, n1);
     if (M > 0 && n0 < n1) y[n0] += kFault;
   }
+  static void gemv_int8(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+    Real().gemv_int8(x, w, bias, y, n0, n1);
+    if (x.M > 0 && n0 < n1) y[n0] += kFault;
+  }
   // Built on first use, once the real table (another file's static) surely exists.
   static const gemm::GemmKernels* table() {
     static const gemm::GemmKernels t = [] {
       gemm::GemmKernels k = Real();
       k.macro = macro;
       k.gemv = gemv;
+      if (k.gemv_int8) k.gemv_int8 = gemv_int8;
       return k;
     }();
     return &t;
@@ -447,12 +465,19 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
       if (o.w.rows > 0) linear_blocked(*kern, a, M, o.w, o.bias, o.y, pool);
     return;
   }
-  // Rows [0, total) run over the outputs' rows one after the other.
+  // Rows [0, total) run over the outputs' rows one after the other; x rounded to int8 once for all
+  // the outputs the integer products take.
+  bool any_int8 = false;
+  for (const LinearOutput& o : outputs) any_int8 = any_int8 || takes_int8(*kern, pool, o.w);
+  const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols) : Int8Rows{};
   gemv_per_thread(pool, total, [&](int64_t r0, int64_t r1) {
     int64_t base = 0;
     for (const LinearOutput& o : outputs) {
       const int64_t b = std::max(r0, base) - base, e = std::min(r1, base + o.w.rows) - base;
-      if (b < e) kern->gemv(x, M, o.w, o.bias, o.y, b, e);
+      if (b < e && takes_int8(*kern, pool, o.w))
+        kern->gemv_int8(xq, o.w, o.bias, o.y, b, e);
+      else if (b < e)
+        kern->gemv(x, M, o.w, o.bias, o.y, b, e);
       base += o.w.rows;
     }
   });

@@ -716,6 +716,7 @@ GemmKernels make_bf16_kernels() {
   k.pack_b = pack_b_bf16;
   k.macro = macro_bf16;
   k.kpack = 2;
+  k.gemv_int8 = gemv_int8_avx512;
   return k;
 }
 

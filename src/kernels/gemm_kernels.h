@@ -12,6 +12,10 @@
 
 #include "kernels/gemm.h"
 
+namespace smolvlm {
+struct Int8Rows;
+}
+
 namespace smolvlm::gemm {
 
 struct GemmKernels {
@@ -47,6 +51,12 @@ struct GemmKernels {
   // packed x are counted in slots.
   int kpack = 1;
   int64_t slots(int64_t kc) const { return (kc + kpack - 1) / kpack; }
+
+  // Rows [n0, n1) of y for every row of x rounded to int8 (kernels/gemv_int8.h), for the weights
+  // int8_gemv_takes(); null where the path has no integer products. Used under Precision::Fast on a
+  // CPU with avx512_vnni.
+  void (*gemv_int8)(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                    int64_t n1) = nullptr;
 };
 
 // Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
@@ -59,5 +69,8 @@ const GemmKernels& gemm_kernels_avx512();
 // blocking and the same fp32 streaming GEMV.
 const GemmKernels& gemm_kernels_avx512_bf16();
 const GemmKernels& gemm_kernels_neon();
+
+// The integer decode products on AVX-512 VNNI (gemv_int8_avx512.cpp).
+void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 
 }  // namespace smolvlm::gemm

@@ -1,0 +1,164 @@
+#include "kernels/gemv_int8.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/dtype.h"
+
+namespace smolvlm {
+
+namespace {
+
+constexpr int kLanes = 16;
+
+// Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (the AVX-512 kernels' order).
+float hsum16(const float (&v)[kLanes]) {
+  float s8[8], s4[4], s2[2];
+  for (int i = 0; i < 8; ++i) s8[i] = v[i] + v[i + 8];
+  for (int i = 0; i < 4; ++i) s4[i] = s8[i] + s8[i + 4];
+  for (int i = 0; i < 2; ++i) s2[i] = s4[i] + s4[i + 2];
+  return s2[0] + s2[1];
+}
+
+// Rounds |v| <= 2^22 to the nearest integer, ties to even (the default rounding mode), as nearbyint
+// does, without a library call per value.
+inline float round_even(float v) {
+  constexpr float kShift = 12582912.f;  // 1.5 * 2^23: the sum's last bit is the units digit
+  return v >= 0.f ? (v + kShift) - kShift : (v - kShift) + kShift;
+}
+
+void quantize_block(const float* x, int64_t n, int8_t* q, float& scale, float& sum) {
+  float amax = 0.f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  int32_t total = 0;
+  for (int64_t i = 0; i < Int8Rows::kBlock; ++i) {
+    const float r = i < n ? round_even(x[i] * inv) : 0.f;
+    q[i] = r == r ? static_cast<int8_t>(std::clamp(r, -127.f, 127.f)) : 0;  // a NaN (never in a model) as 0
+    total += q[i];
+  }
+  scale = amax / 127.f;
+  sum = scale * static_cast<float>(total);
+}
+
+float reference_q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
+  const int64_t K = w.cols, blk = int8_detail::first_block(w, n);
+  const float s = f16_to_f32(w.quant.scales[blk]);
+  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
+  const int8_t* xq = x.codes + m * x.k_pad;
+  const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
+  float acc[kLanes] = {};
+  for (int64_t c = 0; c < x.k_pad / 64; ++c)
+    for (int l = 0; l < kLanes; ++l) {
+      int32_t isum = 0;
+      for (int b = 0; b < 4; ++b) {
+        const int64_t k = 64 * c + 4 * l + b;
+        const uint8_t code = static_cast<uint8_t>((k < K ? row[k] : 0) ^ 0x80);  // q + 128
+        isum += int32_t(code) * xq[k];
+      }
+      acc[l] = std::fma(static_cast<float>(isum), d[16 * c + l], acc[l]);
+    }
+  // One fused step, as the vector kernels spell it (a compiler may fuse a separate multiply and
+  // subtraction in one file and not in another).
+  const float centred = std::fma(-static_cast<float>(128 + z), x.row_sums[m], hsum16(acc));
+  return centred * s;
+}
+
+float reference_q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
+  const int64_t K = w.cols, G = w.quant.group_size, groups = int8_detail::groups_per_row(w);
+  const int64_t blk = int8_detail::first_block(w, n);
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * (K / 2);
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  float acc[kLanes] = {}, min_acc[kLanes] = {};
+  for (int64_t c = 0; c < x.k_pad / 128; ++c)
+    for (int l = 0; l < kLanes; ++l) {
+      int32_t isum = 0;
+      for (int b = 0; b < 4; ++b) {
+        const int64_t i = 64 * c + 4 * l + b;  // byte of the row: codes 2i (low nibble) and 2i + 1
+        const uint8_t byte = i < K / 2 ? row[i] : 0;
+        isum += int32_t(byte & 15) * xq[128 * c + 4 * l + b] + int32_t(byte >> 4) * xq[128 * c + 64 + 4 * l + b];
+      }
+      const int64_t first_code = 128 * c + 64 * (l / 8);
+      const float s = first_code < K ? f16_to_f32(w.quant.scales[blk + first_code / G]) : 0.f;
+      const float f = static_cast<float>(isum) * d[16 * c + l];
+      acc[l] = std::fma(f, s, acc[l]);
+    }
+  for (int64_t g = 0; g < groups; ++g)
+    min_acc[g % kLanes] =
+        std::fma(f16_to_f32(w.quant.mins[blk + g]), int8_detail::group_sum(x, m, w, g), min_acc[g % kLanes]);
+  for (int l = 0; l < kLanes; ++l) acc[l] += min_acc[l];
+  return hsum16(acc);
+}
+
+}  // namespace
+
+Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
+  Int8Rows r;
+  r.M = M, r.K = K;
+  r.k_pad = (K + Int8Rows::kPadTo - 1) / Int8Rows::kPadTo * Int8Rows::kPadTo;
+  const int64_t blocks = r.k_pad / Int8Rows::kBlock;
+  // Every element below is written (codes past K as zero): the arrays only grow.
+  const auto fit = [](auto& v, int64_t n) {
+    if (v.size() < size_t(n)) v.resize(size_t(n));
+  };
+  fit(codes_, M * r.k_pad), fit(nibble_codes_, M * r.k_pad), fit(block_scales_, M * blocks);
+  fit(block_sums_, M * blocks), fit(pair_sums_, M * blocks / 2), fit(row_sums_, M);
+  fit(q8_lane_scales_, M * r.k_pad / 4), fit(q4_lane_scales_, M * r.k_pad / 8);
+  for (int64_t m = 0; m < M; ++m) {
+    int8_t* q = codes_.data() + m * r.k_pad;
+    float* scale = block_scales_.data() + m * blocks;
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t k0 = j * Int8Rows::kBlock, n = std::clamp<int64_t>(K - k0, 0, Int8Rows::kBlock);
+      quantize_block(n > 0 ? x + m * K + k0 : x, n, q + k0, scale[j], block_sums_[size_t(m * blocks + j)]);
+    }
+    const float* sums = block_sums_.data() + m * blocks;
+    for (int64_t i = 0; i < blocks / 2; ++i) pair_sums_[size_t(m * blocks / 2 + i)] = sums[2 * i] + sums[2 * i + 1];
+    float row = 0.f;
+    for (int64_t j = 0; j < blocks; ++j) row += sums[j];
+    row_sums_[size_t(m)] = row;
+    int8_t* nib = nibble_codes_.data() + m * r.k_pad;
+    for (int64_t c = 0; c < r.k_pad; c += 128)
+      for (int64_t i = 0; i < 32; ++i) {
+        nib[c + i] = q[c + 2 * i];
+        nib[c + 32 + i] = q[c + 64 + 2 * i];
+        nib[c + 64 + i] = q[c + 2 * i + 1];
+        nib[c + 96 + i] = q[c + 64 + 2 * i + 1];
+      }
+    float* d8 = q8_lane_scales_.data() + m * (r.k_pad / 4);
+    for (int64_t c = 0; c < r.k_pad / 64; ++c)
+      for (int l = 0; l < kLanes; ++l) d8[16 * c + l] = scale[2 * c + l / 8];
+    float* d4 = q4_lane_scales_.data() + m * (r.k_pad / 8);
+    for (int64_t c = 0; c < r.k_pad / 128; ++c)
+      for (int l = 0; l < kLanes; ++l) d4[16 * c + l] = scale[4 * c + l / 4];
+  }
+  r.codes = codes_.data();
+  r.nibble_codes = nibble_codes_.data();
+  r.block_scales = block_scales_.data();
+  r.block_sums = block_sums_.data();
+  r.pair_sums = pair_sums_.data();
+  r.row_sums = row_sums_.data();
+  r.q8_lane_scales = q8_lane_scales_.data();
+  r.q4_lane_scales = q4_lane_scales_.data();
+  return r;
+}
+
+bool int8_gemv_takes(const WeightRef& w) {
+  if (w.cols <= 0 || w.quant.group_size <= 0) return false;
+  if (w.format == WeightFormat::Q8) return w.quant.group_size >= w.cols;
+  if (w.format == WeightFormat::Q4) return w.quant.group_size % 64 == 0;
+  return false;
+}
+
+
+void gemv_int8_reference(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  for (int64_t m = 0; m < x.M; ++m) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const float r = w.format == WeightFormat::Q8 ? reference_q8_row(x, m, w, n) : reference_q4_row(x, m, w, n);
+      y[m * w.rows + n] = bias ? r + bias[n] : r;
+    }
+  }
+}
+
+}  // namespace smolvlm

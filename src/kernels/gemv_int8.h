@@ -1,0 +1,77 @@
+// Decode products with quantized weights on integer dot products (Precision::Fast). Each row of x is
+// rounded to int8 once per product, in blocks of 32 along K (block j: scale d_j = max|x| / 127, codes
+// round(x / d_j)); the weight codes are multiplied by those integers exactly (int32 sums, VNNI's
+// vpdpbusd on x86), and a fixed float epilogue applies the scales. So the result differs from the
+// exact product only by the rounding of x (about 1/254 of each block's largest value), and every
+// kernel path and thread count gives the bits of the scalar reference here.
+//
+// The epilogue, per weight row and row of x, as 16 lanes (the AVX-512 register; the reference spells
+// it out): Q8 (one group per row, value = s * (q - z)) takes 64 codes a step, lane l summing codes
+// 4l..4l+3 of the step (as uint8 q + 128 times the x code); lanes 0-7 are x block 2c, 8-15 block
+// 2c + 1. acc[l] = fma(isum[l], d[block of l], acc[l]); y = fma(-(128 + z), X, hsum(acc)) * s, where X
+// = the row's sum (row_sums). Q4 (value = s * q + m, groups of a multiple
+// of 64) takes 128 codes a step: lane l sums codes 8l..8l+7 of the step, lanes 0-3 x block 4c, 4-7
+// block 4c + 1, ..., lanes 0-7 in the group of code 128c, 8-15 in that of code 128c + 64;
+// acc[l] = fma(isum[l] * d[block of l], s[group of l], acc[l]); the min terms m_g * X_g (X_g: the
+// group's pair_sums added in order) go to lane g % 16 of a second accumulator, in group order; y =
+// hsum(acc + min acc), lane by lane. hsum(v) adds lanes i and i + 8, then i and i + 4, i and i + 2, then the
+// two left.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace smolvlm {
+
+// Rows of x rounded to int8 (quantize_rows_int8). Codes past K are zero.
+struct Int8Rows {
+  static constexpr int64_t kBlock = 32;   // x values per scale
+  static constexpr int64_t kPadTo = 128;  // k_pad: K rounded up to this (the Q4 step)
+  int64_t M = 0, K = 0, k_pad = 0;
+  const int8_t* codes = nullptr;         // [M][k_pad] in K order (Q8 rows)
+  const int8_t* nibble_codes = nullptr;  // [M][k_pad], each 128 as the even codes of its first 64, of
+                                         // its last 64, then the odd ones of each (packed 4-bit rows)
+  const float* block_scales = nullptr;   // [M][k_pad / 32]: d_j
+  const float* block_sums = nullptr;     // [M][k_pad / 32]: d_j * (sum of block j's codes)
+  const float* pair_sums = nullptr;      // [M][k_pad / 64]: block_sums 2i + 2i + 1
+  const float* row_sums = nullptr;       // [M]: block_sums added in order
+  const float* q8_lane_scales = nullptr;  // [M][k_pad / 4]: per 64 codes, the scale of each Q8 lane
+  const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
+};
+
+// Owns the arrays of an Int8Rows and keeps them between products.
+class Int8RowsBuffer {
+ public:
+  // x [M, K] (rows K floats apart), finite values, rounded as described above.
+  Int8Rows quantize(const float* x, int64_t M, int64_t K);
+
+ private:
+  std::vector<int8_t> codes_, nibble_codes_;
+  std::vector<float> block_scales_, block_sums_, pair_sums_, row_sums_, q8_lane_scales_, q4_lane_scales_;
+};
+
+// Whether the integer product takes this weight: Q8 with one group per row, Q4 with groups of a
+// multiple of 64 values. Others (LUT4, other group sizes) keep the fp32 product.
+bool int8_gemv_takes(const WeightRef& w);
+
+// y[m * w.rows + n] for rows n in [n0, n1) and every row m of x (+ bias[n] when non-null): the scalar
+// reference of the epilogue above. int8_gemv_takes(w) must hold and x.K == w.cols.
+void gemv_int8_reference(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+
+namespace int8_detail {
+// The pieces the vector kernels share with the reference, so both read the parameters alike.
+inline int64_t groups_per_row(const WeightRef& w) { return (w.cols + w.quant.group_size - 1) / w.quant.group_size; }
+inline int64_t first_block(const WeightRef& w, int64_t n) { return (n / w.quant.block_rows) * groups_per_row(w); }
+// X_g of group g of a Q4 row (group size a multiple of 64) for row m of x.
+inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t g) {
+  const int64_t per_group = w.quant.group_size / 64, pairs = x.k_pad / 64;
+  const float* p = x.pair_sums + m * pairs;
+  float s = 0.f;
+  for (int64_t i = g * per_group; i < (g + 1) * per_group && i < pairs; ++i) s += p[i];
+  return s;
+}
+}  // namespace int8_detail
+
+}  // namespace smolvlm
