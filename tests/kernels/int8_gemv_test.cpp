@@ -53,7 +53,9 @@ TEST(Int8Rows, CodesAreWithinHalfAStepOfX) {
       }
       EXPECT_EQ(r.block_sums[m * 8 + j], d * float(sum));
       row_sum += r.block_sums[m * 8 + j];
-      if (m == 0 && j == 2) EXPECT_EQ(d, 0.f) << "a zero block";
+      if (m == 0 && j == 2) {
+        EXPECT_EQ(d, 0.f) << "a zero block";
+      }
     }
     EXPECT_EQ(r.row_sums[m], row_sum);
     // The nibble order: each 128 as the evens of its halves, then the odds.
