@@ -19,11 +19,10 @@
 namespace smolvlm::gemm {
 namespace {
 
-// Rows per pass. Four rows side by side (sharing the loads of x, hiding the FMA latency) measured
-// 1.3x faster in cache but 1.8x slower from memory (a 256M decode token's linears on one thread:
-// 18.4 against 10.5 ms for q8), with or without software requests of the rows ahead (which measured
-// slower for one row too): one row at a time, the hardware prefetchers' single stream, is kept.
-constexpr int kRowsPerPass = 1;
+// One weight row at a time: four side by side (sharing the loads of x, hiding the FMA latency)
+// measured 1.3x faster in cache but 1.8x slower from memory (a 256M decode token's linears on one
+// thread: 18.4 against 10.5 ms for q8), with or without software requests of the rows ahead (slower
+// for one row too); the hardware prefetchers' single stream is kept (bench/RESULTS.md).
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
 [[gnu::always_inline]] inline float hsum16(__m512 v) {
@@ -43,34 +42,24 @@ constexpr int kRowsPerPass = 1;
 
 [[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-// Rows n..n+R-1 of a Q8 weight for row m of x, each with exactly the arithmetic it gets alone.
-template <int R>
-SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, float* out) {
-  const int64_t K = w.cols;
+// Row n of a Q8 weight for row m of x.
+SMOLVLM_VNNI inline float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
+  const int64_t K = w.cols, blk = int8_detail::first_block(w, n);
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
-  const int8_t* row[R];
-  for (int r = 0; r < R; ++r) row[r] = static_cast<const int8_t*>(w.data) + (n + r) * K;
+  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t c = 0; c < x.k_pad / 64; ++c) {
-    const __m512i xv = _mm512_loadu_si512(xq + 64 * c);
-    const __m512 dv = _mm512_loadu_ps(d + 16 * c);
-    for (int r = 0; r < R; ++r) {
-      const __m512i codes = _mm512_xor_si512(load_codes(row[r], 64 * c, K), flip);  // q + 128
-      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xv);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dv, acc[r]);
-    }
+    const __m512i codes = _mm512_xor_si512(load_codes(row, 64 * c, K), flip);  // q + 128
+    const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(xq + 64 * c));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d + 16 * c), acc);
   }
-  for (int r = 0; r < R; ++r) {
-    const int64_t blk = int8_detail::first_block(w, n + r);
-    const float s = half_to_float(w.quant.scales[blk]);
-    const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]),
-                                                     _mm_set_ss(hsum16(acc[r]))));
-    out[r] = centred * s;
-  }
+  const float s = half_to_float(w.quant.scales[blk]);
+  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+  const float centred = _mm_cvtss_f32(
+      _mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(acc))));
+  return centred * s;
 }
 
 // The 16 lane scales of a Q4 step from the row's group scales: lanes 0-7 the group of code 128c,
@@ -103,73 +92,48 @@ SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& 
   return min_acc;
 }
 
-template <int R>
-SMOLVLM_VNNI inline void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, float* out) {
-  const int64_t row_bytes = w.cols / 2;
+// Row n of a Q4 weight for row m of x.
+SMOLVLM_VNNI inline float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
+  const int64_t row_bytes = w.cols / 2, blk = int8_detail::first_block(w, n);
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
-  const uint8_t* row[R];
-  int64_t blk[R];
-  for (int r = 0; r < R; ++r) {
-    row[r] = static_cast<const uint8_t*>(w.data) + (n + r) * row_bytes;
-    blk[r] = int8_detail::first_block(w, n + r);
-  }
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
   const __m512i low = _mm512_set1_epi8(0x0F);
   // Groups of 64 (quantize's default): each step takes groups 2c and 2c + 1, picked from 16 scales
   // converted at once per 8 steps (those past the row read as 0, as q4_step_scales gives).
   const bool g64 = w.quant.group_size == 64;
   const int64_t groups = int8_detail::groups_per_row(w);
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  __m512 scales16[R];
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 scales16 = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
-    const __m512i x0 = _mm512_loadu_si512(xq + 128 * c), x1 = _mm512_loadu_si512(xq + 128 * c + 64);
-    const __m512 dv = _mm512_loadu_ps(d + 16 * c);
     if (g64 && c % 8 == 0) {
       const int64_t count = groups - 2 * c < 16 ? groups - 2 * c : 16;
       const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
-      for (int r = 0; r < R; ++r)
-        scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+      scales16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk + 2 * c));
     }
+    const __m512i bytes = load_codes(row, 64 * c, row_bytes);
+    const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+    __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq + 128 * c));
+    isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq + 128 * c + 64));
+    const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d + 16 * c));
     const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
-    for (int r = 0; r < R; ++r) {
-      const __m512i bytes = load_codes(row[r], 64 * c, row_bytes);
-      const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
-      __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, x0);
-      isum = _mm512_dpbusd_epi32(isum, odd, x1);
-      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dv);
-      const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16[r]) : q4_step_scales(w, blk[r], c);
-      acc[r] = _mm512_fmadd_ps(f, s, acc[r]);
-    }
+    const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16) : q4_step_scales(w, blk, c);
+    acc = _mm512_fmadd_ps(f, s, acc);
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum16(_mm512_add_ps(acc[r], q4_min_terms(x, m, w, blk[r])));
-}
-
-template <int R>
-SMOLVLM_VNNI inline void rows_of(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, float* out) {
-  if (w.format == WeightFormat::Q8)
-    q8_rows<R>(x, m, w, n, out);
-  else
-    q4_rows<R>(x, m, w, n, out);
+  return hsum16(_mm512_add_ps(acc, q4_min_terms(x, m, w, blk)));
 }
 
 }  // namespace
 
 SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                                    int64_t n1) {
-  for (int64_t n = n0; n < n1;) {
-    const int rows = n + kRowsPerPass <= n1 ? kRowsPerPass : 1;
+  const bool q8 = w.format == WeightFormat::Q8;
+  for (int64_t n = n0; n < n1; ++n)
     for (int64_t m = 0; m < x.M; ++m) {
-      float r[kRowsPerPass];
-      if (rows == kRowsPerPass)
-        rows_of<kRowsPerPass>(x, m, w, n, r);
-      else
-        rows_of<1>(x, m, w, n, r);
-      for (int i = 0; i < rows; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
+      const float r = q8 ? q8_row(x, m, w, n) : q4_row(x, m, w, n);
+      y[m * w.rows + n] = bias ? r + bias[n] : r;
     }
-    n += rows;
-  }
 }
 
 }  // namespace smolvlm::gemm
