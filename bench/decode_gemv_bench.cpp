@@ -73,10 +73,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M) {
+int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M, int64_t N, int64_t K) {
   const char* precision = precision_name(pool.precision());
   std::mt19937 rng(1);
-  const int64_t N = 576, K = 576;
   const Weight w = make_weight(N, K, f, rng);
   std::vector<float> x(static_cast<size_t>(K * M), 0.3f), y(static_cast<size_t>(N * M));
   double best = 1e9;
@@ -85,8 +84,9 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M) {
     for (int i = 0; i < 10; ++i) linear(x.data(), M, w.ref, nullptr, y.data(), pool);
     best = std::min(best, seconds_since(t0) / 10);
   }
-  std::printf("%s (%s) in cache, %lld row(s): %.2f us per 576x576 product, %.1f Gweights/s\n", weight_format_name(f),
-              precision, static_cast<long long>(M), best * 1e6, double(N * K) / best * 1e-9);
+  std::printf("%s (%s) in cache, %lld row(s): %.2f us per %lldx%lld product, %.1f Gweights/s\n", weight_format_name(f),
+              precision, static_cast<long long>(M), best * 1e6, static_cast<long long>(N), static_cast<long long>(K),
+              double(N * K) / best * 1e-9);
   return 0;
 }
 
@@ -129,28 +129,47 @@ uint64_t read_weights(std::span<const WeightRef* const> ws, ThreadPool& pool) {
   return s;
 }
 
+// The decoder shapes a token's linears take: SmolVLM-256M's text model (the default) or HY-MT1.5-1.8B's
+// (--shape=hymt). In cache, a weight of `cache_rows` x hidden.
+struct Shapes {
+  int64_t layers, H, I, KV, V, cache_rows;
+};
+constexpr Shapes kSmolVlm256m{30, 576, 1536, 192, 49280, 576};
+constexpr Shapes kHyMt18b{32, 2048, 6144, 512, 120818, 256};
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N]\n", argv[0]);
+  std::vector<std::string> args;
+  Shapes shape = kSmolVlm256m;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--shape=hymt") shape = kHyMt18b;
+    else if (a == "--shape=256m") shape = kSmolVlm256m;
+    else args.push_back(a);
+  }
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N] "
+                 "[--shape=256m|hymt]\n", argv[0]);
     return 2;
   }
-  std::string format = argv[1];
+  const size_t n_args = args.size();
+  std::string format = args[0];
   const bool fast = format.size() > 5 && format.substr(format.size() - 5) == ":fast";
   const WeightFormat f = format_named(fast ? format.substr(0, format.size() - 5) : format);
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 2, tokens = argc > 3 ? std::max(1, std::atoi(argv[3])) : 100;
+  const int threads = n_args > 1 ? std::atoi(args[1].c_str()) : 2;
+  const int tokens = n_args > 2 ? std::max(1, std::atoi(args[2].c_str())) : 100;
   ThreadPool pool(std::max(1, threads), fast ? std::optional<KernelPath>(KernelPath::Avx512) : std::nullopt,
                   fast ? Precision::Fast : Precision::Exact);
-  const int64_t M = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
-  const std::string option = argc > 4 ? argv[4] : "";
-  if (option == "--in-cache") return in_cache(f, pool, tokens, M);
+  const int64_t M = n_args > 4 ? std::max(1, std::atoi(args[4].c_str())) : 1;
+  const std::string option = n_args > 3 ? args[3] : "";
+  if (option == "--in-cache") return in_cache(f, pool, tokens, M, shape.cache_rows, shape.H);
   const Mode mode = option == "--read-each" ? Mode::ReadEach : option == "--read-once" ? Mode::ReadOnce : Mode::Products;
 
   std::mt19937 rng(1);
-  const int64_t H = 576, I = 1536, KV = 192, V = 49280;
+  const int64_t H = shape.H, I = shape.I, KV = shape.KV, V = shape.V;
   struct Layer {
     Weight q, k, v, o, gate, up, down;
   };
-  std::vector<Layer> layers(30);
+  std::vector<Layer> layers(static_cast<size_t>(shape.layers));
   for (Layer& l : layers) {
     l.q = make_weight(H, H, f, rng), l.k = make_weight(KV, H, f, rng), l.v = make_weight(KV, H, f, rng);
     l.o = make_weight(H, H, f, rng), l.gate = make_weight(I, H, f, rng), l.up = make_weight(I, H, f, rng);

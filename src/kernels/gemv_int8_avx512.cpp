@@ -4,6 +4,8 @@
 // reference's. Only called where the CPU has avx512_vnni (gemm.cpp checks).
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemv_int8.h"
 
@@ -19,10 +21,15 @@
 namespace smolvlm::gemm {
 namespace {
 
-// One weight row at a time: four side by side (sharing the loads of x, hiding the FMA latency)
-// measured 1.3x faster in cache but 1.8x slower from memory (a 256M decode token's linears on one
-// thread: 18.4 against 10.5 ms for q8), with or without software requests of the rows ahead (slower
-// for one row too); the hardware prefetchers' single stream is kept (bench/RESULTS.md).
+// One row of x (decode) takes one weight row a pass: the rows then stream in one after the other,
+// the pattern the prefetchers follow best. Four rows a pass, sharing the loads of x and running four
+// FMA chains side by side, are 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight, but
+// slower from memory (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads). Several rows of
+// x (batched decode) do several times the arithmetic per byte and take four rows a pass (bench/RESULTS.md).
+// Each row keeps its own accumulator and adds its steps in the reference's order, so the bits are
+// the same either way.
+constexpr int kRows = 4;
+constexpr int64_t kRequestBytes = 9216;  // how far ahead the rows are requested
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
 [[gnu::always_inline]] inline float hsum16(__m512 v) {
@@ -40,26 +47,55 @@ namespace {
   return _mm512_maskz_loadu_epi8(valid, p);
 }
 
+// Requests the R lines at p (the rows `ahead` of a pass: the bytes its step reads, that far on).
+template <int R>
+[[gnu::always_inline]] inline void request_lines(const char* p) {
+  for (int r = 0; r < R; ++r) _mm_prefetch(p + 64 * r, _MM_HINT_T0);
+}
+
 [[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-// Row n of a Q8 weight for row m of x.
-SMOLVLM_VNNI inline float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
-  const int64_t K = w.cols, blk = int8_detail::first_block(w, n);
+// What every row of one weight shares, read once per call.
+struct RowsOf {
+  const WeightRef& w;
+  int64_t groups;  // parameter sets per block row
+  // The first parameter set of row n (int8_detail::first_block, without a division where every row
+  // is its own block).
+  int64_t first_block(int64_t n) const {
+    return w.quant.block_rows == 1 ? n * groups : int8_detail::first_block(w, n);
+  }
+};
+
+// Rows n .. n + R - 1 of a Q8 weight for row m of x, into out[0 .. R).
+template <int R>
+SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t n, float* out,
+                                 const char* ahead) {
+  const WeightRef& w = p.w;
+  const int64_t K = w.cols;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
-  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
+  const int8_t* rows[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) rows[r] = static_cast<const int8_t*>(w.data) + (n + r) * K, acc[r] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc = _mm512_setzero_ps();
   for (int64_t c = 0; c < x.k_pad / 64; ++c) {
-    const __m512i codes = _mm512_xor_si512(load_codes(row, 64 * c, K), flip);  // q + 128
-    const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(xq + 64 * c));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d + 16 * c), acc);
+    if (ahead) request_lines<R>(ahead + 64 * R * c);
+    const __m512i xc = _mm512_loadu_si512(xq + 64 * c);
+    const __m512 dc = _mm512_loadu_ps(d + 16 * c);
+    for (int r = 0; r < R; ++r) {
+      const __m512i codes = _mm512_xor_si512(load_codes(rows[r], 64 * c, K), flip);  // q + 128
+      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xc);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dc, acc[r]);
+    }
   }
-  const float s = half_to_float(w.quant.scales[blk]);
-  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-  const float centred = _mm_cvtss_f32(
-      _mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(acc))));
-  return centred * s;
+  for (int r = 0; r < R; ++r) {
+    const int64_t blk = p.first_block(n + r);
+    const float s = half_to_float(w.quant.scales[blk]);
+    const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
+                                                     _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(acc[r]))));
+    out[r] = centred * s;
+  }
 }
 
 // The 16 lane scales of a Q4 step from the row's group scales: lanes 0-7 the group of code 128c,
@@ -72,11 +108,11 @@ SMOLVLM_VNNI inline float q8_row(const Int8Rows& x, int64_t m, const WeightRef& 
 }
 
 // m_g * X_g of every group of a Q4 row, lane g % 16 (groups of 64: X_g is the pair sum itself).
-[[gnu::always_inline]] inline __m512 q4_min_terms(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t blk) {
-  const int64_t groups = int8_detail::groups_per_row(w);
+[[gnu::always_inline]] inline __m512 q4_min_terms(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t blk) {
+  const WeightRef& w = p.w;
   __m512 min_acc = _mm512_setzero_ps();
-  for (int64_t g0 = 0; g0 < groups; g0 += 16) {
-    const int64_t count = groups - g0 < 16 ? groups - g0 : 16;
+  for (int64_t g0 = 0; g0 < p.groups; g0 += 16) {
+    const int64_t count = p.groups - g0 < 16 ? p.groups - g0 : 16;
     const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
     __m512 sums;
     if (w.quant.group_size == 64) {
@@ -92,48 +128,88 @@ SMOLVLM_VNNI inline float q8_row(const Int8Rows& x, int64_t m, const WeightRef& 
   return min_acc;
 }
 
-// Row n of a Q4 weight for row m of x.
-SMOLVLM_VNNI inline float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
-  const int64_t row_bytes = w.cols / 2, blk = int8_detail::first_block(w, n);
+// Rows n .. n + R - 1 of a Q4 weight for row m of x, into out[0 .. R).
+template <int R>
+SMOLVLM_VNNI inline void q4_rows(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t n, float* out,
+                                 const char* ahead) {
+  const WeightRef& w = p.w;
+  const int64_t row_bytes = w.cols / 2;
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
-  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
   const __m512i low = _mm512_set1_epi8(0x0F);
   // Groups of 64 (quantize's default): each step takes groups 2c and 2c + 1, picked from 16 scales
   // converted at once per 8 steps (those past the row read as 0, as q4_step_scales gives).
   const bool g64 = w.quant.group_size == 64;
-  const int64_t groups = int8_detail::groups_per_row(w);
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  __m512 scales16 = _mm512_setzero_ps();
-  __m512 acc = _mm512_setzero_ps();
+  const uint8_t* rows[R];
+  int64_t blk[R];
+  __m512 scales16[R], acc[R];
+  for (int r = 0; r < R; ++r) {
+    rows[r] = static_cast<const uint8_t*>(w.data) + (n + r) * row_bytes;
+    blk[r] = p.first_block(n + r);
+    scales16[r] = acc[r] = _mm512_setzero_ps();
+  }
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
     if (g64 && c % 8 == 0) {
-      const int64_t count = groups - 2 * c < 16 ? groups - 2 * c : 16;
+      const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
       const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
-      scales16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk + 2 * c));
+      for (int r = 0; r < R; ++r)
+        scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
     }
-    const __m512i bytes = load_codes(row, 64 * c, row_bytes);
-    const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
-    __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq + 128 * c));
-    isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq + 128 * c + 64));
-    const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d + 16 * c));
+    if (ahead) request_lines<R>(ahead + 64 * R * c);
+    const __m512i x_even = _mm512_loadu_si512(xq + 128 * c), x_odd = _mm512_loadu_si512(xq + 128 * c + 64);
+    const __m512 dc = _mm512_loadu_ps(d + 16 * c);
     const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
-    const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16) : q4_step_scales(w, blk, c);
-    acc = _mm512_fmadd_ps(f, s, acc);
+    for (int r = 0; r < R; ++r) {
+      const __m512i bytes = load_codes(rows[r], 64 * c, row_bytes);
+      const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+      __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, x_even);
+      isum = _mm512_dpbusd_epi32(isum, odd, x_odd);
+      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dc);
+      const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16[r]) : q4_step_scales(w, blk[r], c);
+      acc[r] = _mm512_fmadd_ps(f, s, acc[r]);
+    }
   }
-  return hsum16(_mm512_add_ps(acc, q4_min_terms(x, m, w, blk)));
+  for (int r = 0; r < R; ++r) out[r] = hsum16(_mm512_add_ps(acc[r], q4_min_terms(x, m, p, blk[r])));
+}
+
+// Rows n .. n + R - 1 of y for every row of x.
+template <int R>
+SMOLVLM_VNNI inline void rows_for_every_x(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n,
+                                          const char* ahead) {
+  const bool q8 = p.w.format == WeightFormat::Q8;
+  for (int64_t m = 0; m < x.M; ++m) {
+    float r[R];
+    if (q8)
+      q8_rows<R>(x, m, p, n, r, m == 0 ? ahead : nullptr);
+    else
+      q4_rows<R>(x, m, p, n, r, m == 0 ? ahead : nullptr);
+    for (int i = 0; i < R; ++i) y[m * p.w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
+  }
 }
 
 }  // namespace
 
 SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                                    int64_t n1) {
-  const bool q8 = w.format == WeightFormat::Q8;
-  for (int64_t n = n0; n < n1; ++n)
-    for (int64_t m = 0; m < x.M; ++m) {
-      const float r = q8 ? q8_row(x, m, w, n) : q4_row(x, m, w, n);
-      y[m * w.rows + n] = bias ? r + bias[n] : r;
-    }
+  const RowsOf p{w, int8_detail::groups_per_row(w)};
+  const int64_t row_bytes = w.format == WeightFormat::Q8 ? w.cols : w.cols / 2;
+  // The rows about 9 KB on are requested as the product goes, a line per row at each step (as the
+  // fp32 products do, gemv_quant_range), where every row is a whole number of steps; the first ones
+  // in one burst.
+  const bool spread = row_bytes % 64 == 0;
+  const int64_t ahead = (kRequestBytes + row_bytes - 1) / row_bytes;
+  const char* base = static_cast<const char*>(w.data);
+  if (spread)
+    for (int64_t b = n0 * row_bytes; b < std::min(n1, n0 + ahead) * row_bytes; b += 64)
+      _mm_prefetch(base + b, _MM_HINT_T0);
+  const auto requests = [&](int64_t n, int64_t rows) {
+    return spread && n + ahead + rows <= n1 ? base + (n + ahead) * row_bytes : nullptr;
+  };
+  int64_t n = n0;
+  if (x.M > 1)
+    for (; n + kRows <= n1; n += kRows) rows_for_every_x<kRows>(x, p, bias, y, n, requests(n, kRows));
+  for (; n < n1; ++n) rows_for_every_x<1>(x, p, bias, y, n, requests(n, 1));
 }
 
 }  // namespace smolvlm::gemm
