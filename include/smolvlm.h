@@ -83,10 +83,12 @@ typedef struct smolvlm_model_options {
   /* Images whose vision output is kept for later requests with the same pixels (the tower is then
    * skipped: the same features, exactly); 0 keeps none. Default 8. */
   int32_t vision_cache_images;
-  /* Arithmetic of the vision and prefill matrix products: NULL, "" or "exact" (fp32, the results HF
-   * computes; the default), or "fast" (operands rounded to bf16 and multiplied with VDPBF16PS; vision
-   * and prefill measured 1.4-2x faster on an avx512_bf16 CPU, at the accuracy cost the README
-   * measures; decode's products and attention stay fp32). "fast" needs the avx512 kernel path and avx512_bf16, else
+  /* Arithmetic of the matrix products: NULL, "" or "exact" (fp32, the results HF computes; the
+   * default), or "fast": vision and prefill operands rounded to bf16 and multiplied with VDPBF16PS
+   * (1.4-2x faster on an avx512_bf16 CPU), and on an avx512_vnni CPU the decode products of q8/q4
+   * weights on integers (each row of x rounded to int8 in blocks of 32); dense decode products and
+   * attention stay fp32. The README measures the accuracy cost of each; smolvlm_model_info's
+   * decode_products names what runs. "fast" needs the avx512 kernel path and avx512_bf16, else
    * SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
 } smolvlm_model_options;
@@ -124,6 +126,11 @@ typedef struct smolvlm_model_info {
    * the sampling the model's authors recommend; requests stay greedy unless they set it. */
   float recommended_temperature, recommended_top_p, recommended_repetition_penalty;
   int32_t recommended_top_k;
+  /* The arithmetic of the decode products, per stored format of the decoder's and lm_head's
+   * matrices, in the order they first appear: "BF16 avx512 fp32", or under precision "fast" on an
+   * avx512_vnni CPU "Q4 avx512-vnni int8, Q8 avx512-vnni int8" (formats without integer products say
+   * "<path> fp32"). "" when the weights are not loaded. */
+  const char* decode_products;
 } smolvlm_model_info;
 
 /* Fills `info` (call smolvlm_model_info_init first or set struct_size). Strings live as long as the model. */

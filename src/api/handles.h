@@ -37,6 +37,7 @@ struct smolvlm_model {
   smolvlm::KernelPath kernel_path = smolvlm::KernelPath::Scalar;
   smolvlm::Precision precision = smolvlm::Precision::Exact;
   int64_t max_context = 0;
+  std::string decode_products;  // smolvlm_model_info.decode_products (empty without weights)
 
   // The text assets load on a second thread from load time (with one thread, on first use); the
   // first caller that needs them waits, and a loading error is reported to every caller.
@@ -60,6 +61,11 @@ struct smolvlm_session {
 };
 
 namespace smolvlm::capi {
+
+// The decode products of the decoder's matrices and the lm_head: each stored format with the
+// arithmetic it runs on, once, in the order they first appear ("Q4 avx512-vnni int8, Q8 avx512 fp32";
+// smolvlm_model_info.decode_products).
+std::string decode_products(const ModelConfig& cfg, const Checkpoint& ck, KernelPath path, Precision precision);
 
 // Records `message` as the calling thread's last error and returns `status`.
 smolvlm_status fail(smolvlm_status status, const std::string& message);

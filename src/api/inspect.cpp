@@ -61,6 +61,13 @@ nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
       for (const auto& [name, m] : ck->quantization().modules) ++by_scheme[quant_scheme_name(m.scheme)];
       j["quantization"] = {{"scheme", ck->quantization().scheme}, {"modules", by_scheme}};
     }
+    // What decode runs on this CPU's best kernel path, under each precision it has.
+    const KernelPath path = best_kernel_path();
+    nlohmann::ordered_json products = {{"kernel_path", kernel_path_name(path)}};
+    for (const Precision precision : {Precision::Exact, Precision::Fast})
+      if (precision_supported(path, precision))
+        products[precision_name(precision)] = capi::decode_products(cfg, *ck, path, precision);
+    j["decode_products"] = products;
   } else {
     j["weights"] = nullptr;
   }

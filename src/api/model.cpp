@@ -1,11 +1,14 @@
 // Models, their information and their tokenizers.
+#include <algorithm>
 #include <thread>
 
 #include "api/handles.h"
 #include "core/error.h"
 #include "hub/model_ref.h"
+#include "kernels/gemm.h"
 #include "model/quantized_weights.h"
 #include "model/spec.h"
+#include "model/weights.h"
 #include "runtime/kv_cache.h"
 
 using namespace smolvlm;
@@ -57,21 +60,31 @@ int thread_count(int32_t asked) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+// The stored entry a decode-side entry reads: itself, or for a tied lm_head the entry it is tied to.
+const ExpectedTensor& stored_entry(const ExpectedTensor& t, const std::vector<ExpectedTensor>& table) {
+  if (t.presence == Presence::Tied)
+    for (const ExpectedTensor& e : table)
+      if (e.name == t.tied_to) return e;
+  return t;
+}
+
+// The entries a decode step reads in full: every tensor of the decoder but the embedding table (one
+// row per token), and the lm_head.
+bool read_per_token(const ExpectedTensor& t) {
+  return (t.component == Component::Text || t.component == Component::LmHead) && t.role != Role::Embedding &&
+         t.presence != Presence::Absent;
+}
+
 // Weight bytes a decode step reads: every tensor of the decoder but the embedding table (one row
 // per token), and the lm_head, which is the embedding table itself when tied.
 int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
   int64_t bytes = 0;
   const std::vector<ExpectedTensor> table = all_tensors(model_spec(cfg));
   for (const ExpectedTensor& t : table) {
-    if (t.component != Component::Text && t.component != Component::LmHead) continue;
-    if (t.role == Role::Embedding || t.presence == Presence::Absent) continue;
+    if (!read_per_token(t)) continue;
     // A quantized module's codes and block parameters (model/quantized_weights.h) replace its weight;
     // a tied lm_head reads the stored tensors of the entry it is tied to.
-    const ExpectedTensor* stored = &t;
-    if (t.presence == Presence::Tied)
-      for (const ExpectedTensor& e : table)
-        if (e.name == t.tied_to) stored = &e;
-    const std::vector<std::string> names = stored_names(ck, *stored);
+    const std::vector<std::string> names = stored_names(ck, stored_entry(t, table));
     for (const std::string& name : names)
       if (const TensorView* view = ck.find(name)) bytes += static_cast<int64_t>(view->nbytes);
   }
@@ -79,6 +92,25 @@ int64_t decode_bytes(const ModelConfig& cfg, const Checkpoint& ck) {
 }
 
 }  // namespace
+
+// The decode products of the decoder's matrices and the lm_head: each stored format with the
+// arithmetic it runs on, once, in the order they first appear ("Q4 avx512-vnni int8, Q8 avx512 fp32").
+std::string capi::decode_products(const ModelConfig& cfg, const Checkpoint& ck, KernelPath path, Precision precision) {
+  const std::vector<std::string> seen = [&] {
+    std::vector<std::string> v;
+    const std::vector<ExpectedTensor> table = all_tensors(model_spec(cfg));
+    for (const ExpectedTensor& t : table) {
+      if (!read_per_token(t) || t.shape.size() != 2) continue;
+      const WeightRef w = matrix(ck, stored_entry(t, table));
+      std::string entry = std::string(weight_format_name(w.format)) + " " + decode_product_name(w, path, precision);
+      if (std::find(v.begin(), v.end(), entry) == v.end()) v.push_back(std::move(entry));
+    }
+    return v;
+  }();
+  std::string joined;
+  for (const std::string& e : seen) joined += (joined.empty() ? "" : ", ") + e;
+  return joined;
+}
 
 extern "C" {
 
@@ -114,6 +146,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
       m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config));
       m->model->vision_cache().set_max_entries(static_cast<size_t>(o.vision_cache_images));
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
+      m->decode_products = capi::decode_products(m->config, m->model->checkpoint(), m->kernel_path, m->precision);
     } else {
       m->max_context = o.max_context > 0 ? o.max_context : m->config.decoder().max_position_embeddings;
     }
@@ -183,6 +216,7 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
       r.file_bytes = static_cast<int64_t>(model->model->checkpoint().file_bytes());
       r.decode_bytes = decode_bytes(cfg, model->model->checkpoint());
     }
+    r.decode_products = model->decode_products.c_str();
     const size_t n = std::min(info->struct_size, sizeof(r));
     r.struct_size = info->struct_size;
     std::memcpy(static_cast<void*>(info), &r, n);

@@ -56,6 +56,11 @@ void print_text(const nlohmann::ordered_json& j) {
       std::cout << "quantized:    " << modules << " modules (scheme " << j["quantization"]["scheme"].get<std::string>()
                 << ")\n";
     }
+    const auto& products = j["decode_products"];
+    std::cout << "decode:       " << products["kernel_path"].get<std::string>() << " path: exact "
+              << products["exact"].get<std::string>();
+    if (products.contains("fast")) std::cout << "; fast " << products["fast"].get<std::string>();
+    std::cout << "\n";
   } else {
     std::cout << "weights:      not read (--config-only)\n";
   }

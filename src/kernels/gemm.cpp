@@ -82,8 +82,11 @@ thread_local Int8RowsBuffer t_int8_rows;     // the caller's x rounded to int8 (
 
 // Whether a streaming product of w runs on integers (kernels/gemv_int8.h): Precision::Fast, kernels
 // that have them, a CPU with avx512_vnni and a weight layout they take.
+bool takes_int8(const gemm::GemmKernels& kern, Precision precision, const WeightRef& w) {
+  return kern.gemv_int8 && precision == Precision::Fast && cpu_features().avx512vnni && int8_gemv_takes(w);
+}
 bool takes_int8(const gemm::GemmKernels& kern, const ThreadPool& pool, const WeightRef& w) {
-  return kern.gemv_int8 && pool.precision() == Precision::Fast && cpu_features().avx512vnni && int8_gemv_takes(w);
+  return takes_int8(kern, pool.precision(), w);
 }
 
 // Weight columns packed per block: bounds the packed block (kc x kMaxBlockCols fp32 = 1 MiB) so it
@@ -496,6 +499,12 @@ int64_t balanced_chunks(int64_t n, int64_t threads, int64_t most) {
     if (span <= best_span) best = c, best_span = span;
   }
   return best;
+}
+
+std::string decode_product_name(const WeightRef& w, KernelPath path, Precision precision) {
+  const gemm::GemmKernels* kern = path_kernels(path, precision).simd;
+  const std::string name = kernel_path_name(path);
+  return kern && takes_int8(*kern, precision, w) ? name + "-vnni int8" : name + " fp32";
 }
 
 int64_t linear_row_exact_max() {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "core/dtype.h"
 #include "kernels/thread_pool.h"
@@ -67,6 +68,11 @@ struct WeightRef {
 // y[M, N] = x[M, K] · wᵀ (+ bias[N] when non-null). x and y are fp32 row-major with leading
 // dimensions K and N. Runs on the pool's task path (ThreadPool::task_kernel_path()).
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool);
+
+// The arithmetic of w's decode products (few rows of x) on a path under a precision: "avx512-vnni
+// int8" where the integer products take it (kernels/gemv_int8.h), else "<path> fp32" (quantized
+// weights dequantized exactly).
+std::string decode_product_name(const WeightRef& w, KernelPath path, Precision precision);
 
 // The most rows of x for which linear() computes every row exactly as it would for that row alone
 // (the streaming path on SIMD kernels; any number on the scalar path). Beyond it the blocked product

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "image/image.h"
+#include "kernels/cpu.h"
 #include "test_util.h"
 
 namespace smolvlm {
@@ -232,6 +233,48 @@ TEST(Api, MultiTurnWithSeveralImagesPerMessage) {
   EXPECT_EQ(res.raw().prompt_tokens, static_cast<int64_t>(n));
   EXPECT_GE(res.raw().image_tiles, 3);
   EXPECT_GT(res.raw().timings.vision_s, 0.0);
+}
+
+// Every model names the arithmetic of its decode products per stored format: fp32 on every path
+// under exact; under fast, the q4/q8 matrices of layouts the integer products take on avx512_vnni.
+TEST(Api, InfoNamesTheDecodeProductsOfEachFormat) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("smolvlm-api-q4-" + std::to_string(getpid()))).string();
+  smolvlm_quantize_options q;
+  smolvlm_quantize_options_init(&q);
+  q.scheme = "q4";
+  q.force = 1;
+  api::check(smolvlm_quantize((test::data_dir() / "trained" / "kjv-llama").c_str(), dir.c_str(), &q, nullptr));
+  std::istringstream paths(smolvlm_supported_kernel_paths());
+  for (std::string p; paths >> p;) {
+    const char* path = p.c_str();
+    SCOPED_TRACE(path);
+    // The trained model: hidden 64, so quantize's groups of 64; its tied embedding is the q8 lm_head.
+    EXPECT_EQ(std::string(load(dir, 1, path).info().decode_products),
+              std::string("Q4 ") + path + " fp32, Q8 " + path + " fp32");
+    EXPECT_EQ(std::string(load(tiny_llama(), 1, path).info().decode_products), std::string("F32 ") + path + " fp32") << "llama-tiny is stored in F32";
+  }
+  smolvlm_model_options o;
+  smolvlm_model_options_init(&o);
+  o.kernel_path = "avx512";
+  o.precision = "fast";
+  smolvlm_model* fast = nullptr;
+  if (smolvlm_model_load(dir.c_str(), &o, &fast) == SMOLVLM_OK) {
+    smolvlm_model_info info;
+    smolvlm_model_info_init(&info);
+    ASSERT_EQ(smolvlm_model_get_info(fast, &info), SMOLVLM_OK);
+    const std::string want = smolvlm::cpu_features().avx512vnni ? "Q4 avx512-vnni int8, Q8 avx512-vnni int8"
+                                                                : "Q4 avx512 fp32, Q8 avx512 fp32";
+    EXPECT_EQ(std::string(info.decode_products), want);
+    smolvlm_model_free(fast);
+  }
+  const api::Model config_only = [&] {
+    smolvlm_model_options c;
+    smolvlm_model_options_init(&c);
+    c.load_weights = 0;
+    return api::Model::load(dir, &c);
+  }();
+  EXPECT_STREQ(config_only.info().decode_products, "") << "no weights, no products";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Api, TwoModelsInOneProcessEachOnItsOwnKernels) {
