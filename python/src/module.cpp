@@ -380,6 +380,7 @@ py::dict model_info(const ModelPtr& m) {
                            py::arg("image_tokens_per_tile") = i.image_tokens_per_tile);
   d["file_bytes"] = i.file_bytes;
   d["decode_bytes"] = i.decode_bytes;
+  d["decode_products"] = i.decode_products ? i.decode_products : "";
   d["recommended_sampling"] =
       py::dict(py::arg("temperature") = i.recommended_temperature, py::arg("top_k") = i.recommended_top_k,
                py::arg("top_p") = i.recommended_top_p, py::arg("repetition_penalty") = i.recommended_repetition_penalty);
