@@ -2,7 +2,8 @@
 // same steps one session at a time: whether a step of n rows costs about one pass over the weights.
 // BM_GroupStreams: n threads, each generating 64 greedy tokens on its own session of one decode group
 // (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of whole requests.
-// Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] decode_step_bench --benchmark_counters_tabular=true
+// Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] [SMOLVLM_BENCH_PRECISION=exact|fast]
+//        decode_step_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <smolvlm.hpp>
@@ -22,6 +23,7 @@ const smolvlm::api::Model& model() {
     smolvlm_model_options_init(&o);
     const char* threads = std::getenv("SMOLVLM_BENCH_THREADS");
     o.threads = threads ? std::atoi(threads) : 2;
+    o.precision = std::getenv("SMOLVLM_BENCH_PRECISION");  // null: the default (exact)
     const char* dir = std::getenv("SMOLVLM_BENCH_MODEL");
     if (!dir) throw std::runtime_error("set SMOLVLM_BENCH_MODEL to a model folder");
     return smolvlm::api::Model::load(dir, &o);

@@ -84,12 +84,12 @@ typedef struct smolvlm_model_options {
    * skipped: the same features, exactly); 0 keeps none. Default 8. */
   int32_t vision_cache_images;
   /* Arithmetic of the matrix products: NULL, "" or "exact" (fp32, the results HF computes; the
-   * default), or "fast": vision and prefill operands rounded to bf16 and multiplied with VDPBF16PS
-   * (1.4-2x faster on an avx512_bf16 CPU), and on an avx512_vnni CPU the decode products of q8/q4
-   * weights on integers (each row of x rounded to int8 in blocks of 32); dense decode products and
-   * attention stay fp32. The README measures the accuracy cost of each; smolvlm_model_info's
-   * decode_products names what runs. "fast" needs the avx512 kernel path and avx512_bf16, else
-   * SMOLVLM_ERR_UNSUPPORTED at load. */
+   * default), or "fast": on the avx512 path, vision and prefill operands rounded to bf16 and multiplied
+   * with VDPBF16PS (1.4-2x faster); on the avx2 path, and on the avx512 one where the CPU has
+   * avx512_vnni, the decode products of q8/q4 weights on integers (each row of x rounded to int8 in
+   * blocks of 32); dense decode products and attention stay fp32. The README measures the accuracy
+   * cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 kernel
+   * path or the avx512 one with avx512_bf16, else SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
 } smolvlm_model_options;
 

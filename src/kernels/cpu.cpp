@@ -83,6 +83,7 @@ const char* precision_name(Precision p) { return p == Precision::Fast ? "fast" :
 
 bool precision_supported(KernelPath path, Precision p) {
   if (p == Precision::Exact) return kernel_path_supported(path);
+  if (path == KernelPath::Avx2) return kernel_path_supported(path);
   return path == KernelPath::Avx512 && kernel_path_supported(path) && cpu_features().avx512bf16;
 }
 
@@ -90,7 +91,8 @@ void require_precision(KernelPath path, Precision p) {
   if (precision_supported(path, p)) return;
   if (p == Precision::Exact)
     throw unsupported(std::string("kernel path ") + kernel_path_name(path) + " is not supported by this CPU");
-  throw unsupported(std::string("precision fast needs the avx512 kernel path on a CPU with avx512_bf16 (kernel path ") +
+  throw unsupported(std::string("precision fast needs the avx2 kernel path, or the avx512 one on a CPU with "
+                                "avx512_bf16 (kernel path ") +
                     kernel_path_name(path) + (cpu_features().avx512bf16 ? "" : "; this CPU has no avx512_bf16") + ")");
 }
 

@@ -48,10 +48,11 @@ void reset_kernel_path();                            // undoes set_kernel_path (
 // The arithmetic of the matrix products. Exact: fp32 operands and FMAs, the results HF computes in
 // fp32 (for quantized weights, exact to the dequantized model). Fast: the blocked products (prefill and
 // vision) take both operands rounded to bf16 (round to nearest even) and the bf16 dot-product
-// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate; the streaming products (decode) with
-// q8/q4 weights take x rounded to int8 and integer dot products (kernels/gemv_int8.h) where the CPU
-// has avx512_vnni; dense decode and attention stay fp32. Opt-in, its error is measured (README). Only
-// the avx512 path on a CPU with avx512_bf16 has it.
+// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate, on the avx512 path; the streaming
+// products (decode) with q8/q4 weights take x rounded to int8 and integer dot products
+// (kernels/gemv_int8.h) on the avx2 path, and on the avx512 one where the CPU has avx512_vnni; dense
+// decode and attention stay fp32. Opt-in, its error is measured (README). The avx512 path on a CPU
+// with avx512_bf16 has it, and the avx2 path (integer decode only: its prefill and vision stay fp32).
 enum class Precision { Exact, Fast };
 const char* precision_name(Precision p);  // "exact", "fast"
 bool precision_supported(KernelPath path, Precision p);

@@ -81,9 +81,10 @@ thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
 thread_local Int8RowsBuffer t_int8_rows;     // the caller's x rounded to int8 (the integer products)
 
 // Whether a streaming product of w runs on integers (kernels/gemv_int8.h): Precision::Fast, kernels
-// that have them, a CPU with avx512_vnni and a weight layout they take.
+// that have them (the avx512 ones on a CPU with avx512_vnni) and a weight layout they take.
 bool takes_int8(const gemm::GemmKernels& kern, Precision precision, const WeightRef& w) {
-  return kern.gemv_int8 && precision == Precision::Fast && cpu_features().avx512vnni && int8_gemv_takes(w);
+  return kern.gemv_int8 && precision == Precision::Fast && (!kern.int8_needs_vnni || cpu_features().avx512vnni) &&
+         int8_gemv_takes(w);
 }
 bool takes_int8(const gemm::GemmKernels& kern, const ThreadPool& pool, const WeightRef& w) {
   return takes_int8(kern, pool.precision(), w);
@@ -503,8 +504,7 @@ int64_t balanced_chunks(int64_t n, int64_t threads, int64_t most) {
 
 std::string decode_product_name(const WeightRef& w, KernelPath path, Precision precision) {
   const gemm::GemmKernels* kern = path_kernels(path, precision).simd;
-  const std::string name = kernel_path_name(path);
-  return kern && takes_int8(*kern, precision, w) ? name + "-vnni int8" : name + " fp32";
+  return kern && takes_int8(*kern, precision, w) ? kern->int8_name : std::string(kernel_path_name(path)) + " fp32";
 }
 
 int64_t linear_row_exact_max() {

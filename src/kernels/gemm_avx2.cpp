@@ -64,7 +64,14 @@ inline void micro_6x16(const float* a, const float* b, int64_t kc, float* c, int
   }
 }
 
-const GemmKernels kKernels = KernelSet<kMr, kNr, kKc, micro_6x16>::table("avx2");
+GemmKernels make_kernels() {
+  GemmKernels k = KernelSet<kMr, kNr, kKc, micro_6x16>::table("avx2");
+  k.gemv_int8 = gemv_int8_avx2;
+  k.int8_name = "avx2 int8";
+  return k;
+}
+
+const GemmKernels kKernels = make_kernels();
 
 }  // namespace
 

@@ -717,6 +717,8 @@ GemmKernels make_bf16_kernels() {
   k.macro = macro_bf16;
   k.kpack = 2;
   k.gemv_int8 = gemv_int8_avx512;
+  k.int8_needs_vnni = true;
+  k.int8_name = "avx512-vnni int8";
   return k;
 }
 

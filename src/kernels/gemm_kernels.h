@@ -53,10 +53,12 @@ struct GemmKernels {
   int64_t slots(int64_t kc) const { return (kc + kpack - 1) / kpack; }
 
   // Rows [n0, n1) of y for every row of x rounded to int8 (kernels/gemv_int8.h), for the weights
-  // int8_gemv_takes(); null where the path has no integer products. Used under Precision::Fast on a
-  // CPU with avx512_vnni.
+  // int8_gemv_takes(); null where the path has no integer products. Used under Precision::Fast, on
+  // the avx512 path only where the CPU has avx512_vnni (int8_needs_vnni).
   void (*gemv_int8)(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                     int64_t n1) = nullptr;
+  bool int8_needs_vnni = false;
+  const char* int8_name = nullptr;  // what decode_product_name() calls them: "avx2 int8", ...
 };
 
 // Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
@@ -70,7 +72,8 @@ const GemmKernels& gemm_kernels_avx512();
 const GemmKernels& gemm_kernels_avx512_bf16();
 const GemmKernels& gemm_kernels_neon();
 
-// The integer decode products on AVX-512 VNNI (gemv_int8_avx512.cpp).
+// The integer decode products on AVX-512 VNNI (gemv_int8_avx512.cpp) and on AVX2 (gemv_int8_avx2.cpp).
 void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 
 }  // namespace smolvlm::gemm

@@ -21,14 +21,14 @@
 namespace smolvlm::gemm {
 namespace {
 
-// One row of x (decode) takes one weight row a pass: the rows then stream in one after the other,
-// the pattern the prefetchers follow best. Four rows a pass, sharing the loads of x and running four
-// FMA chains side by side, are 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight, but
-// slower from memory (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads). Several rows of
-// x (batched decode) do several times the arithmetic per byte and take four rows a pass (bench/RESULTS.md).
-// Each row keeps its own accumulator and adds its steps in the reference's order, so the bits are
-// the same either way.
-constexpr int kRows = 4;
+// One weight row a pass: the rows then stream in one after the other, the pattern the prefetchers
+// follow best. Four weight rows a pass, sharing the loads of x and running four FMA chains side by
+// side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but slower from memory
+// (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads; bench/RESULTS.md). Several rows of x
+// (batched decode) share each step of the weight row instead: its codes are loaded and split once,
+// its scales picked once, for up to kXRows rows of x, each with its own accumulator adding its steps
+// in the reference's order, so every result has the bits it has alone.
+constexpr int kXRows = 4;
 constexpr int64_t kRequestBytes = 9216;  // how far ahead the rows are requested
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
@@ -47,12 +47,6 @@ constexpr int64_t kRequestBytes = 9216;  // how far ahead the rows are requested
   return _mm512_maskz_loadu_epi8(valid, p);
 }
 
-// Requests the R lines at p (the rows `ahead` of a pass: the bytes its step reads, that far on).
-template <int R>
-[[gnu::always_inline]] inline void request_lines(const char* p) {
-  for (int r = 0; r < R; ++r) _mm_prefetch(p + 64 * r, _MM_HINT_T0);
-}
-
 [[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
 // What every row of one weight shares, read once per call.
@@ -66,7 +60,45 @@ struct RowsOf {
   }
 };
 
-// Rows n .. n + R - 1 of a Q8 weight for row m of x, into out[0 .. R).
+// Row n of a Q8 weight for rows m0 .. m0 + X - 1 of x, into out[0 .. X).
+template <int X>
+SMOLVLM_VNNI inline void q8_row(const Int8Rows& x, int64_t m0, const RowsOf& p, int64_t n, float* out,
+                                const char* ahead) {
+  const WeightRef& w = p.w;
+  const int64_t K = w.cols;
+  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
+  const int8_t* xq[X];
+  const float* d[X];
+  __m512 acc[X];
+  for (int j = 0; j < X; ++j) {
+    xq[j] = x.codes + (m0 + j) * x.k_pad;
+    d[j] = x.q8_lane_scales + (m0 + j) * (x.k_pad / 4);
+    acc[j] = _mm512_setzero_ps();
+  }
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t c = 0; c < x.k_pad / 64; ++c) {
+    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
+    const __m512i codes = _mm512_xor_si512(load_codes(row, 64 * c, K), flip);  // q + 128
+    for (int j = 0; j < X; ++j) {
+      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(xq[j] + 64 * c));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
+    }
+  }
+  const int64_t blk = p.first_block(n);
+  const float s = half_to_float(w.quant.scales[blk]);
+  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+  for (int j = 0; j < X; ++j) {
+    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
+                                                     _mm_set_ss(x.row_sums[m0 + j]), _mm_set_ss(hsum16(acc[j]))));
+    out[j] = centred * s;
+  }
+}
+
+// Rows n .. n + R - 1 of a Q8 weight for row m of x, into out[0 .. R): the Q8 products of several rows
+// of x share the loads of x across R weight rows instead (batched decode, a 1.8 B model's token
+// with 4 rows of x: 73-74 ms against 100-112 ms sharing the weight rows' loads across the rows of x;
+// the Q4 rows, whose nibbles take more work to unpack, measured the other way: 69-70 against 74-77).
+// With `ahead`, each step requests R lines there.
 template <int R>
 SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t n, float* out,
                                  const char* ahead) {
@@ -79,7 +111,8 @@ SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, 
   for (int r = 0; r < R; ++r) rows[r] = static_cast<const int8_t*>(w.data) + (n + r) * K, acc[r] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t c = 0; c < x.k_pad / 64; ++c) {
-    if (ahead) request_lines<R>(ahead + 64 * R * c);
+    if (ahead)
+      for (int r = 0; r < R; ++r) _mm_prefetch(ahead + 64 * (R * c + r), _MM_HINT_T0);
     const __m512i xc = _mm512_loadu_si512(xq + 64 * c);
     const __m512 dc = _mm512_loadu_ps(d + 16 * c);
     for (int r = 0; r < R; ++r) {
@@ -128,64 +161,58 @@ SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, 
   return min_acc;
 }
 
-// Rows n .. n + R - 1 of a Q4 weight for row m of x, into out[0 .. R).
-template <int R>
-SMOLVLM_VNNI inline void q4_rows(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t n, float* out,
-                                 const char* ahead) {
+// Row n of a Q4 weight for rows m0 .. m0 + X - 1 of x, into out[0 .. X).
+template <int X>
+SMOLVLM_VNNI inline void q4_row(const Int8Rows& x, int64_t m0, const RowsOf& p, int64_t n, float* out,
+                                const char* ahead) {
   const WeightRef& w = p.w;
-  const int64_t row_bytes = w.cols / 2;
-  const int8_t* xq = x.nibble_codes + m * x.k_pad;
-  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  const int64_t row_bytes = w.cols / 2, blk = p.first_block(n);
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
+  const int8_t* xq[X];
+  const float* d[X];
+  __m512 acc[X];
+  for (int j = 0; j < X; ++j) {
+    xq[j] = x.nibble_codes + (m0 + j) * x.k_pad;
+    d[j] = x.q4_lane_scales + (m0 + j) * (x.k_pad / 8);
+    acc[j] = _mm512_setzero_ps();
+  }
   const __m512i low = _mm512_set1_epi8(0x0F);
   // Groups of 64 (quantize's default): each step takes groups 2c and 2c + 1, picked from 16 scales
   // converted at once per 8 steps (those past the row read as 0, as q4_step_scales gives).
   const bool g64 = w.quant.group_size == 64;
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const uint8_t* rows[R];
-  int64_t blk[R];
-  __m512 scales16[R], acc[R];
-  for (int r = 0; r < R; ++r) {
-    rows[r] = static_cast<const uint8_t*>(w.data) + (n + r) * row_bytes;
-    blk[r] = p.first_block(n + r);
-    scales16[r] = acc[r] = _mm512_setzero_ps();
-  }
+  __m512 scales16 = _mm512_setzero_ps();
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
+    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     if (g64 && c % 8 == 0) {
       const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
       const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
-      for (int r = 0; r < R; ++r)
-        scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+      scales16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk + 2 * c));
     }
-    if (ahead) request_lines<R>(ahead + 64 * R * c);
-    const __m512i x_even = _mm512_loadu_si512(xq + 128 * c), x_odd = _mm512_loadu_si512(xq + 128 * c + 64);
-    const __m512 dc = _mm512_loadu_ps(d + 16 * c);
+    const __m512i bytes = load_codes(row, 64 * c, row_bytes);
+    const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
     const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
-    for (int r = 0; r < R; ++r) {
-      const __m512i bytes = load_codes(rows[r], 64 * c, row_bytes);
-      const __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
-      __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, x_even);
-      isum = _mm512_dpbusd_epi32(isum, odd, x_odd);
-      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), dc);
-      const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16[r]) : q4_step_scales(w, blk[r], c);
-      acc[r] = _mm512_fmadd_ps(f, s, acc[r]);
+    const __m512 s = g64 ? _mm512_permutexvar_ps(pick, scales16) : q4_step_scales(w, blk, c);
+    for (int j = 0; j < X; ++j) {
+      __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq[j] + 128 * c));
+      isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq[j] + 128 * c + 64));
+      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c));
+      acc[j] = _mm512_fmadd_ps(f, s, acc[j]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum16(_mm512_add_ps(acc[r], q4_min_terms(x, m, p, blk[r])));
+  for (int j = 0; j < X; ++j) out[j] = hsum16(_mm512_add_ps(acc[j], q4_min_terms(x, m0 + j, p, blk)));
 }
 
-// Rows n .. n + R - 1 of y for every row of x.
-template <int R>
-SMOLVLM_VNNI inline void rows_for_every_x(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n,
-                                          const char* ahead) {
-  const bool q8 = p.w.format == WeightFormat::Q8;
-  for (int64_t m = 0; m < x.M; ++m) {
-    float r[R];
-    if (q8)
-      q8_rows<R>(x, m, p, n, r, m == 0 ? ahead : nullptr);
-    else
-      q4_rows<R>(x, m, p, n, r, m == 0 ? ahead : nullptr);
-    for (int i = 0; i < R; ++i) y[m * p.w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
-  }
+// Row n of y for rows m0 .. m0 + X - 1 of x.
+template <int X>
+SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n,
+                                        int64_t m0, const char* ahead) {
+  float r[X];
+  if (p.w.format == WeightFormat::Q8)
+    q8_row<X>(x, m0, p, n, r, ahead);
+  else
+    q4_row<X>(x, m0, p, n, r, ahead);
+  for (int j = 0; j < X; ++j) y[(m0 + j) * p.w.rows + n] = bias ? r[j] + bias[n] : r[j];
 }
 
 }  // namespace
@@ -194,22 +221,37 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
                                    int64_t n1) {
   const RowsOf p{w, int8_detail::groups_per_row(w)};
   const int64_t row_bytes = w.format == WeightFormat::Q8 ? w.cols : w.cols / 2;
-  // The rows about 9 KB on are requested as the product goes, a line per row at each step (as the
-  // fp32 products do, gemv_quant_range), where every row is a whole number of steps; the first ones
-  // in one burst.
+  // The row about 9 KB on is requested as the product goes, the line each step reads that far ahead
+  // (as the fp32 products do, gemv_quant_range), where every row is a whole number of lines; the first
+  // ones in one burst.
   const bool spread = row_bytes % 64 == 0;
-  const int64_t ahead = (kRequestBytes + row_bytes - 1) / row_bytes;
+  const int64_t ahead_rows = (kRequestBytes + row_bytes - 1) / row_bytes;
   const char* base = static_cast<const char*>(w.data);
   if (spread)
-    for (int64_t b = n0 * row_bytes; b < std::min(n1, n0 + ahead) * row_bytes; b += 64)
+    for (int64_t b = n0 * row_bytes; b < std::min(n1, n0 + ahead_rows) * row_bytes; b += 64)
       _mm_prefetch(base + b, _MM_HINT_T0);
-  const auto requests = [&](int64_t n, int64_t rows) {
-    return spread && n + ahead + rows <= n1 ? base + (n + ahead) * row_bytes : nullptr;
-  };
   int64_t n = n0;
-  if (x.M > 1)
-    for (; n + kRows <= n1; n += kRows) rows_for_every_x<kRows>(x, p, bias, y, n, requests(n, kRows));
-  for (; n < n1; ++n) rows_for_every_x<1>(x, p, bias, y, n, requests(n, 1));
+  if (w.format == WeightFormat::Q8 && x.M > 1)
+    for (; n + kXRows <= n1; n += kXRows) {
+      const char* ahead = spread && n + ahead_rows + kXRows <= n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
+      for (int64_t m = 0; m < x.M; ++m) {
+        float r[kXRows];
+        q8_rows<kXRows>(x, m, p, n, r, m == 0 ? ahead : nullptr);
+        for (int i = 0; i < kXRows; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
+      }
+    }
+  for (; n < n1; ++n) {
+    // The requests go out with the first rows of x: a row of the weight ahead a pass.
+    const char* ahead = spread && n + ahead_rows < n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
+    int64_t m = 0;
+    for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr) row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead);
+    switch (x.M - m) {
+      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead); break;
+      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead); break;
+      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead); break;
+      default: break;
+    }
+  }
 }
 
 }  // namespace smolvlm::gemm

@@ -267,6 +267,13 @@ TEST(Api, InfoNamesTheDecodeProductsOfEachFormat) {
     EXPECT_EQ(std::string(info.decode_products), want);
     smolvlm_model_free(fast);
   }
+  if (smolvlm::kernel_path_supported(smolvlm::KernelPath::Avx2)) {
+    smolvlm_model_options a;
+    smolvlm_model_options_init(&a);
+    a.kernel_path = "avx2";
+    a.precision = "fast";
+    EXPECT_STREQ(api::Model::load(dir, &a).info().decode_products, "Q4 avx2 int8, Q8 avx2 int8");
+  }
   const api::Model config_only = [&] {
     smolvlm_model_options c;
     smolvlm_model_options_init(&c);

@@ -87,7 +87,7 @@ struct Int8Case {
 };
 // Whole steps and tails (K = 100, 200, 2112: not multiples of 128); several row blocks; 1 to 9 rows
 // of x (one weight row a pass for one, four for more, with the rows left over one by one: N = 9, 37);
-// M = 9 is past the streaming products (gemv_max_m 8), so only the kernel itself takes it.
+// M = 9 is past the streaming products (gemv_max_m: 8 on avx512), so only the kernels themselves take it.
 const Int8Case kCases[] = {
     {WeightFormat::Q8, 0, 1, 9, 9, 100},     {WeightFormat::Q4, 64, 1, 9, 9, 200},  {WeightFormat::Q4, 64, 1, 9, 13, 2112},
     {WeightFormat::Q8, 0, 1, 1, 37, 64},     {WeightFormat::Q8, 0, 1, 2, 40, 100},  {WeightFormat::Q8, 0, 1, 4, 96, 576},
@@ -102,17 +102,28 @@ std::string name(const Int8Case& c) {
          std::to_string(c.K);
 }
 
-// The most rows of x linear() streams (and so gives the integer products) on the avx512 path.
-constexpr int64_t linear_int8_max_rows = 8;
+// The integer products each path has on this CPU: the kernel itself and the most rows of x linear()
+// streams there (more take the blocked fp32 products).
+struct Int8Path {
+  KernelPath path;
+  void (*kernel)(const Int8Rows&, const WeightRef&, const float*, float*, int64_t, int64_t);
+  int64_t max_rows;
+};
+std::vector<Int8Path> int8_paths() {
+  std::vector<Int8Path> v;
+#if SMOLVLM_HAVE_X86_KERNELS
+  if (kernel_path_supported(KernelPath::Avx2))
+    v.push_back({KernelPath::Avx2, gemm::gemv_int8_avx2, gemm::gemm_kernels_avx2().gemv_max_m});
+  if (has_int8_kernels())
+    v.push_back({KernelPath::Avx512, gemm::gemv_int8_avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
+#endif
+  return v;
+}
 
 TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
-  if (!has_int8_kernels()) GTEST_SKIP() << "this CPU has no avx512 path with avx512_bf16 and avx512_vnni";
-#if SMOLVLM_HAVE_X86_KERNELS
-  ASSERT_EQ(gemm::gemm_kernels_avx512().gemv_max_m, linear_int8_max_rows);
-#endif
+  const std::vector<Int8Path> paths = int8_paths();
+  if (paths.empty()) GTEST_SKIP() << "this CPU has no kernel path with integer products";
   std::mt19937 rng(11);
-  ThreadPool one(1, KernelPath::Avx512, Precision::Fast), two(2, KernelPath::Avx512, Precision::Fast),
-      three(3, KernelPath::Avx512, Precision::Fast);
   for (const Int8Case& c : kCases) {
     SCOPED_TRACE(name(c));
     const std::vector<float> w = uniform(size_t(c.N * c.K), rng, -0.1f, 0.1f);
@@ -124,21 +135,23 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
     const Int8Rows xq = buffer.quantize(x.data(), c.M, c.K);
     std::vector<float> want(size_t(c.M * c.N));
     gemv_int8_reference(xq, q.ref(), bias.data(), want.data(), 0, c.N);
-#if SMOLVLM_HAVE_X86_KERNELS
-    // The kernel alone, over two ranges (where a range starts changes no row).
-    std::vector<float> direct(want.size());
-    gemm::gemv_int8_avx512(xq, q.ref(), bias.data(), direct.data(), 0, c.N / 3);
-    gemm::gemv_int8_avx512(xq, q.ref(), bias.data(), direct.data(), c.N / 3, c.N);
-    EXPECT_EQ(direct, want);
-#endif
-    if (c.M > linear_int8_max_rows) continue;
-    for (ThreadPool* pool : {&one, &two, &three}) {
-      std::vector<float> y(want.size()), shared(want.size());
-      linear(x.data(), c.M, q.ref(), bias.data(), y.data(), *pool);
-      EXPECT_EQ(y, want) << pool->size() << " threads";
-      const LinearOutput outs[] = {{q.ref(), bias.data(), shared.data()}};
-      linear_shared_input(x.data(), c.M, outs, *pool);
-      EXPECT_EQ(shared, want) << pool->size() << " threads, shared input";
+    for (const Int8Path& p : paths) {
+      SCOPED_TRACE(kernel_path_name(p.path));
+      // The kernel alone, over two ranges (where a range starts changes no row).
+      std::vector<float> direct(want.size());
+      p.kernel(xq, q.ref(), bias.data(), direct.data(), 0, c.N / 3);
+      p.kernel(xq, q.ref(), bias.data(), direct.data(), c.N / 3, c.N);
+      EXPECT_EQ(direct, want);
+      if (c.M > p.max_rows) continue;
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads, p.path, Precision::Fast);
+        std::vector<float> y(want.size()), shared(want.size());
+        linear(x.data(), c.M, q.ref(), bias.data(), y.data(), pool);
+        EXPECT_EQ(y, want) << threads << " threads";
+        const LinearOutput outs[] = {{q.ref(), bias.data(), shared.data()}};
+        linear_shared_input(x.data(), c.M, outs, pool);
+        EXPECT_EQ(shared, want) << threads << " threads, shared input";
+      }
     }
   }
 }
