@@ -138,11 +138,23 @@ TEST_F(FastPrecisionTest, BitwiseIdenticalForAnyThreadCountAndSharedInput) {
   EXPECT_EQ(0, std::memcmp(alone2.data(), shared2.data(), alone2.size() * sizeof(float)));
 }
 
-TEST(FastPrecision, RefusedWherePathHasNoBf16Kernels) {
+TEST(FastPrecision, RefusedWherePathHasNoFastProducts) {
   EXPECT_THROW(ThreadPool(2, std::nullopt, Precision::Fast), Error);
   EXPECT_THROW(ThreadPool(2, KernelPath::Scalar, Precision::Fast), Error);
   if (kernel_path_supported(KernelPath::Avx2)) {
-    EXPECT_THROW(ThreadPool(2, KernelPath::Avx2, Precision::Fast), Error);
+    // The avx2 path's fast products are its integer decode products only: its blocked products (more
+    // rows of x than it streams) stay fp32, the bits of the exact pool.
+    ThreadPool fast(2, KernelPath::Avx2, Precision::Fast), exact(2, KernelPath::Avx2);
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    constexpr int64_t M = 33, N = 40, K = 70;
+    std::vector<float> x(size_t(M * K)), w(size_t(N * K)), a(size_t(M * N)), b(size_t(M * N));
+    for (float& v : x) v = dist(rng);
+    for (float& v : w) v = dist(rng);
+    const WeightRef ref(w.data(), WeightFormat::F32, N, K);
+    linear(x.data(), M, ref, nullptr, a.data(), fast);
+    linear(x.data(), M, ref, nullptr, b.data(), exact);
+    EXPECT_EQ(a, b);
   }
   if (kernel_path_supported(KernelPath::Avx512) && !cpu_features().avx512bf16) {
     EXPECT_THROW(ThreadPool(2, KernelPath::Avx512, Precision::Fast), Error);
