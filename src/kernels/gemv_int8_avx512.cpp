@@ -227,13 +227,18 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
   const bool spread = row_bytes % 64 == 0;
   const int64_t ahead_rows = (kRequestBytes + row_bytes - 1) / row_bytes;
   const char* base = static_cast<const char*>(w.data);
-  if (spread)
-    for (int64_t b = n0 * row_bytes; b < std::min(n1, n0 + ahead_rows) * row_bytes; b += 64)
-      _mm_prefetch(base + b, _MM_HINT_T0);
+  // Rows of another length (SmolVLM-256M's q4: 288 bytes) have the row that far ahead requested whole
+  // before each pass (the burst the fp32 products also use there).
+  const auto request_row = [&](int64_t n) {
+    for (int64_t b = n * row_bytes; b < (n + 1) * row_bytes; b += 64) _mm_prefetch(base + b, _MM_HINT_T0);
+  };
+  for (int64_t n = n0; n < std::min(n1, n0 + ahead_rows); ++n) request_row(n);
   int64_t n = n0;
   if (w.format == WeightFormat::Q8 && x.M > 1)
     for (; n + kXRows <= n1; n += kXRows) {
       const char* ahead = spread && n + ahead_rows + kXRows <= n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
+      for (int64_t i = 0; i < kXRows; ++i)
+        if (!spread && n + i + ahead_rows < n1) request_row(n + i + ahead_rows);
       for (int64_t m = 0; m < x.M; ++m) {
         float r[kXRows];
         q8_rows<kXRows>(x, m, p, n, r, m == 0 ? ahead : nullptr);
@@ -243,6 +248,7 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
   for (; n < n1; ++n) {
     // The requests go out with the first rows of x: a row of the weight ahead a pass.
     const char* ahead = spread && n + ahead_rows < n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
+    if (!spread && n + ahead_rows < n1) request_row(n + ahead_rows);
     int64_t m = 0;
     for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr) row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead);
     switch (x.M - m) {
