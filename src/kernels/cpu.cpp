@@ -27,7 +27,10 @@ CpuFeatures detect() {
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   // f16c and avx512bf16 are not known to every compiler's __builtin_cpu_supports: ask cpuid.
   unsigned a, b, c, d;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+  f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "Auth" "enti" "cAMD"
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+  f.family = int((a >> 8) & 0xF) + (((a >> 8) & 0xF) == 0xF ? int((a >> 20) & 0xFF) : 0);
   f.f16c = (c >> 29) & 1;
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
   f.avx512vnni = f.avx512f && ((c >> 11) & 1);

@@ -27,6 +27,13 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512bf16 = false;
   bool avx512vnni = false;  // vpdpbusd: the integer decode products of Precision::Fast
   bool neon = false;  // aarch64 Advanced SIMD (asimd)
+  bool amd = false;   // x86: AuthenticAMD
+  int family = 0;     // x86: cpuid's display family (0x19 Zen 3/4, 0x1A Zen 5)
+  // Whether the one-row dense decode products request the weight rows ahead in software (gemv_range).
+  // Off on Zen 5: there a 2-thread HY-MT1.5-1.8B BF16 token's linears took 86-104 ms median without
+  // the requests against 111-124 ms with them, and the 256M token's 5.6-7.2 against 8.5-9.7 ms
+  // (bench/RESULTS.md); on the machines before, they measured 7-10% faster with.
+  bool dense_row_requests() const { return !(amd && family >= 0x1A); }
 };
 const CpuFeatures& cpu_features();
 

@@ -319,15 +319,19 @@ void gemv_range(const float* x, int64_t M, const WeightRef& w, const float* bias
   // Rows are requested about 9 KB ahead of the one being read: one stream per thread is limited by
   // how many lines the hardware prefetcher keeps in flight, and decode measured 7-10 % faster with
   // this (alternating runs; 4 and 8 rows of 576 BF16 both helped).
+  // Where the CPU's own prefetchers do better alone (CpuFeatures::dense_row_requests), none.
+  const bool requests = cpu_features().dense_row_requests();
   const int64_t ahead = std::max<int64_t>(1, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
-  for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
+  if (requests)
+    for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
   // With pairs of rows of x the requests for row n + ahead go out a line at each 32-value step of the
   // first pair's product instead of in one burst (as gemv_rows512; K a whole number of steps).
   const bool spread = Dot == dot_row<FMT> && M >= 2 && K % 32 == 0;
   const char* base = static_cast<const char*>(w.data);
   for (int64_t n = n0; n < n1; ++n) {
-    const char* pf = spread && n + ahead < n1 ? base + (n + ahead) * K * weight_bytes<FMT>() : nullptr;
-    if (!spread && n + ahead < n1) prefetch_row<FMT>(w, n + ahead);
+    const bool request = requests && n + ahead < n1;
+    const char* pf = spread && request ? base + (n + ahead) * K * weight_bytes<FMT>() : nullptr;
+    if (!spread && request) prefetch_row<FMT>(w, n + ahead);
     int64_t m = 0;
     if constexpr (Dot == dot_row<FMT>) {
       // Rows of x in pairs: each weight vector is converted once per pair instead of once per row.
