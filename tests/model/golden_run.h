@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "golden_util.h"
@@ -21,22 +22,38 @@ struct CaseRun {
   GenerationResult generation;
 };
 
-inline CaseRun run_golden(const Model& model, const Golden& g, ThreadPool& pool) {
+// How run_golden feeds the prompt: all at once (the prefill path), or one position at a time, so
+// that every product of the text model takes the decode path; the images are encoded on
+// `vision_pool` where given, else on the run's pool.
+struct GoldenFeed {
+  bool row_by_row = false;
+  ThreadPool* vision_pool = nullptr;
+};
+
+inline CaseRun run_golden(const Model& model, const Golden& g, ThreadPool& pool, GoldenFeed feed = {}) {
   CaseRun r;
   const std::vector<int64_t> ids = g.ids("input_ids");
   const int64_t max_new = g.spec["max_new_tokens"].get<int64_t>();
   Session session(model, pool, static_cast<int64_t>(ids.size()) + max_new);
+  const size_t n = ids.size();
+  std::span<const float> logits;
   if (g.has_images()) {
     int64_t tiles = 0;
     std::vector<float> pixels = golden_pixels(g, &tiles);
-    r.images = encode_images(model, pixels.data(), tiles, pool, /*keep_vision_hidden=*/true);
+    r.images = encode_images(model, pixels.data(), tiles, feed.vision_pool ? *feed.vision_pool : pool,
+                             /*keep_vision_hidden=*/true);
     std::vector<float> x = prompt_embeddings(model, ids, r.images);
-    auto logits = session.prefill_embeddings(x.data(), static_cast<int64_t>(ids.size()));
-    r.prefill_logits.assign(logits.begin(), logits.end());
+    if (feed.row_by_row) {
+      for (size_t i = 0; i < n; ++i) logits = session.prefill_embeddings(x.data() + i * (x.size() / n), 1);
+    } else {
+      logits = session.prefill_embeddings(x.data(), static_cast<int64_t>(n));
+    }
+  } else if (feed.row_by_row) {
+    for (size_t i = 0; i < n; ++i) logits = session.prefill(std::span<const int64_t>(ids).subspan(i, 1));
   } else {
-    auto logits = session.prefill(ids);
-    r.prefill_logits.assign(logits.begin(), logits.end());
+    logits = session.prefill(ids);
   }
+  r.prefill_logits.assign(logits.begin(), logits.end());
   GenerationOptions opt;
   opt.max_new_tokens = max_new;
   opt.eos_token_ids = model.config().generation.eos_token_ids;

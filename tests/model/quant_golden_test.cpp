@@ -11,16 +11,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <span>
 
 #include "golden_run.h"
 #include "golden_util.h"
 #include "io/io_test_util.h"
 #include "kernels/cpu.h"
 #include "model/quantize.h"
-#include "runtime/generate.h"
-#include "runtime/session.h"
-#include "runtime/vision_input.h"
 
 namespace smolvlm {
 namespace {
@@ -144,33 +140,6 @@ class QuantGoldenInt8 : public ::testing::TestWithParam<std::tuple<std::string, 
   }
 };
 
-// A golden's prompt fed one position at a time on `pool` (images encoded on `vision_pool`), then its
-// greedy steps: every product of the text model takes the decode path.
-CaseRun run_row_by_row(const Model& model, const Golden& g, ThreadPool& pool, ThreadPool& vision_pool) {
-  CaseRun r;
-  const std::vector<int64_t> ids = g.ids("input_ids");
-  const int64_t max_new = g.spec["max_new_tokens"].get<int64_t>();
-  Session session(model, pool, static_cast<int64_t>(ids.size()) + max_new);
-  std::span<const float> logits;
-  if (g.has_images()) {
-    int64_t tiles = 0;
-    std::vector<float> pixels = test::golden_pixels(g, &tiles);
-    r.images = encode_images(model, pixels.data(), tiles, vision_pool, /*keep_vision_hidden=*/false);
-    const std::vector<float> x = prompt_embeddings(model, ids, r.images);
-    const size_t H = x.size() / ids.size();
-    for (size_t i = 0; i < ids.size(); ++i) logits = session.prefill_embeddings(x.data() + i * H, 1);
-  } else {
-    for (size_t i = 0; i < ids.size(); ++i) logits = session.prefill(std::span<const int64_t>(ids).subspan(i, 1));
-  }
-  r.prefill_logits.assign(logits.begin(), logits.end());
-  GenerationOptions opt;
-  opt.max_new_tokens = max_new;
-  opt.eos_token_ids = model.config().generation.eos_token_ids;
-  opt.keep_step_logits = true;
-  r.generation = generate(session, ids, opt);
-  return r;
-}
-
 // The smallest top-1 minus top-2 logit of the first `rows` rows of [rows, V] logits.
 float smallest_margin(const std::vector<float>& logits, int64_t V, size_t rows) {
   float smallest = INFINITY;
@@ -196,9 +165,10 @@ TEST_P(QuantGoldenInt8, GreedyIdsKeptWhereTheMarginsExceedTheErrorBound) {
   const Model& model = *models_for(g, scheme).quantized;
   ThreadPool exact_pool(2, KernelPath::Avx512), fast_pool(2, KernelPath::Avx512, Precision::Fast);
   ThreadPool fast_one(1, KernelPath::Avx512, Precision::Fast);
-  const CaseRun exact = run_row_by_row(model, g, exact_pool, exact_pool);
-  const CaseRun fast = run_row_by_row(model, g, fast_pool, exact_pool);
-  EXPECT_EQ(test::all_logits(run_row_by_row(model, g, fast_one, exact_pool)), test::all_logits(fast))
+  const test::GoldenFeed feed{/*row_by_row=*/true, /*vision_pool=*/&exact_pool};
+  const CaseRun exact = test::run_golden(model, g, exact_pool, feed);
+  const CaseRun fast = test::run_golden(model, g, fast_pool, feed);
+  EXPECT_EQ(test::all_logits(test::run_golden(model, g, fast_one, feed)), test::all_logits(fast))
       << "1 and 2 threads differ";
   const std::vector<int64_t>& a = exact.generation.ids;
   const std::vector<int64_t>& b = fast.generation.ids;
