@@ -36,11 +36,16 @@ CpuFeatures detect() {
   f.avx512vnni = f.avx512f && ((c >> 11) & 1);
   __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   f.avx512bf16 = f.avx512f && ((a >> 5) & 1);
+  f.avxvnni = f.avx2 && ((a >> 4) & 1);
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS && defined(__linux__)
   f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+  f.dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #elif SMOLVLM_HAVE_NEON_KERNELS
   f.neon = true;  // every aarch64 (Apple M-series included) has Advanced SIMD
+#if defined(__ARM_FEATURE_DOTPROD)
+  f.dotprod = true;  // the build's target has it (Apple M-series do)
+#endif
 #endif
   return f;
 }
@@ -86,7 +91,7 @@ const char* precision_name(Precision p) { return p == Precision::Fast ? "fast" :
 
 bool precision_supported(KernelPath path, Precision p) {
   if (p == Precision::Exact) return kernel_path_supported(path);
-  if (path == KernelPath::Avx2) return kernel_path_supported(path);
+  if (path == KernelPath::Avx2 || path == KernelPath::Neon) return kernel_path_supported(path);
   return path == KernelPath::Avx512 && kernel_path_supported(path) && cpu_features().avx512bf16;
 }
 
@@ -94,8 +99,8 @@ void require_precision(KernelPath path, Precision p) {
   if (precision_supported(path, p)) return;
   if (p == Precision::Exact)
     throw unsupported(std::string("kernel path ") + kernel_path_name(path) + " is not supported by this CPU");
-  throw unsupported(std::string("precision fast needs the avx2 kernel path, or the avx512 one on a CPU with "
-                                "avx512_bf16 (kernel path ") +
+  throw unsupported(std::string("precision fast needs the avx2 or neon kernel path, or the avx512 one on a CPU "
+                                "with avx512_bf16 (kernel path ") +
                     kernel_path_name(path) + (cpu_features().avx512bf16 ? "" : "; this CPU has no avx512_bf16") + ")");
 }
 

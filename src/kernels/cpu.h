@@ -26,7 +26,9 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512bf16 = false;
   bool avx512vnni = false;  // vpdpbusd: the integer decode products of Precision::Fast
-  bool neon = false;  // aarch64 Advanced SIMD (asimd)
+  bool avxvnni = false;     // vpdpbusd on 256-bit registers (VEX): the avx2 path's integer products
+  bool neon = false;        // aarch64 Advanced SIMD (asimd)
+  bool dotprod = false;     // aarch64 sdot (Armv8.2 dotprod): the neon path's integer products
   bool amd = false;   // x86: AuthenticAMD
   int family = 0;     // x86: cpuid's display family (0x19 Zen 3/4, 0x1A Zen 5)
   // Whether the one-row dense decode products request the weight rows ahead in software (gemv_range).
@@ -57,9 +59,10 @@ void reset_kernel_path();                            // undoes set_kernel_path (
 // vision) take both operands rounded to bf16 (round to nearest even) and the bf16 dot-product
 // instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate, on the avx512 path; the streaming
 // products (decode) with q8/q4 weights take x rounded to int8 and integer dot products
-// (kernels/gemv_int8.h) on the avx2 path, and on the avx512 one where the CPU has avx512_vnni; dense
-// decode and attention stay fp32. Opt-in, its error is measured (README). The avx512 path on a CPU
-// with avx512_bf16 has it, and the avx2 path (integer decode only: its prefill and vision stay fp32).
+// (kernels/gemv_int8.h) on the avx2 and neon paths, and on the avx512 one where the CPU has
+// avx512_vnni; dense decode and attention stay fp32. Opt-in, its error is measured (README). The
+// avx512 path on a CPU with avx512_bf16 has it, and the avx2 and neon paths (integer decode only:
+// their prefill and vision stay fp32).
 enum class Precision { Exact, Fast };
 const char* precision_name(Precision p);  // "exact", "fast"
 bool precision_supported(KernelPath path, Precision p);

@@ -2,6 +2,7 @@
 // weight panels packed as fp32 by F16C / bf16 shifts) and the shared streaming GEMV.
 #include <immintrin.h>
 
+#include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemm_simd.h"
 
@@ -66,8 +67,9 @@ inline void micro_6x16(const float* a, const float* b, int64_t kc, float* c, int
 
 GemmKernels make_kernels() {
   GemmKernels k = KernelSet<kMr, kNr, kKc, micro_6x16>::table("avx2");
-  k.gemv_int8 = gemv_int8_avx2;
-  k.int8_name = "avx2 int8";
+  const bool vnni = cpu_features().avxvnni;
+  k.gemv_int8 = vnni ? gemv_int8_avxvnni : gemv_int8_avx2;
+  k.int8_name = vnni ? "avx-vnni int8" : "avx2 int8";
   return k;
 }
 

@@ -72,8 +72,17 @@ const GemmKernels& gemm_kernels_avx512();
 const GemmKernels& gemm_kernels_avx512_bf16();
 const GemmKernels& gemm_kernels_neon();
 
-// The integer decode products on AVX-512 VNNI (gemv_int8_avx512.cpp) and on AVX2 (gemv_int8_avx2.cpp).
+// The integer decode products (kernels/gemv_int8.h), each giving the scalar reference's bits: on
+// AVX-512 VNNI (gemv_int8_avx512.cpp), AVX2 and AVX-VNNI (gemv_int8_avx2.cpp, gemv_int8_avxvnni.cpp:
+// the avx2 path takes the latter where the CPU has avx_vnni), NEON and NEON with sdot
+// (gemv_int8_neon.cpp, gemv_int8_dotprod.cpp: the neon path takes the latter where the CPU has
+// dotprod).
+using GemvInt8 = void (*)(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                          int64_t n1);
 void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void gemv_int8_avxvnni(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void gemv_int8_neon(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void gemv_int8_dotprod(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 
 }  // namespace smolvlm::gemm

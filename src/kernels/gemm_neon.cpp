@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/quant.h"
 #include "kernels/vec_math_neon.h"
@@ -282,7 +283,15 @@ void gemv(const float* x, int64_t M, const WeightRef& w, const float* bias, floa
       [&] { gemv_quant(x, M, w, bias, y, n0, n1); });
 }
 
-const GemmKernels kKernels{"neon", kMr, kNr, kKc, kGemvMaxM, pack_b, pack_a, macro, gemv};
+GemmKernels make_kernels() {
+  GemmKernels k{"neon", kMr, kNr, kKc, kGemvMaxM, pack_b, pack_a, macro, gemv};
+  const bool dotprod = cpu_features().dotprod;
+  k.gemv_int8 = dotprod ? gemv_int8_dotprod : gemv_int8_neon;
+  k.int8_name = dotprod ? "neon-dotprod int8" : "neon int8";
+  return k;
+}
+
+const GemmKernels kKernels = make_kernels();
 
 }  // namespace
 

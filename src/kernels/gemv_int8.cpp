@@ -1,6 +1,7 @@
 #include "kernels/gemv_int8.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "core/dtype.h"
@@ -20,22 +21,37 @@ float hsum16(const float (&v)[kLanes]) {
   return s2[0] + s2[1];
 }
 
-// Rounds |v| <= 2^22 to the nearest integer, ties to even (the default rounding mode), as nearbyint
-// does, without a library call per value.
-inline float round_even(float v) {
-  constexpr float kShift = 12582912.f;  // 1.5 * 2^23: the sum's last bit is the units digit
-  return v >= 0.f ? (v + kShift) - kShift : (v - kShift) + kShift;
-}
-
+// Codes of one block of 32 (n values of x, zeros past them), in straight-line loops over the whole
+// block that vectorize. Each code is round(x / d) to the nearest integer, ties to even (the default
+// rounding mode), as nearbyint gives, without a conversion per value: x * (127 / amax) + 1.5 * 2^23
+// lies in [2^23, 2^24), where a float's last bit is the units digit, so the sum rounds the product and
+// its bits less those of 1.5 * 2^23 are the integer.
 void quantize_block(const float* x, int64_t n, int8_t* q, float& scale, float& sum) {
+  constexpr float kShift = 12582912.f;  // 1.5 * 2^23
+  constexpr int32_t kShiftBits = 0x4B400000;
+  float v[Int8Rows::kBlock];
+  for (int64_t i = 0; i < Int8Rows::kBlock; ++i) v[i] = i < n ? x[i] : 0.f;
+  // The largest magnitude (exact in any order) as eight partial maxima: no chain of 32 comparisons.
+  float part[8] = {};
+  for (int64_t i = 0; i < Int8Rows::kBlock; ++i) {
+    const float a = std::fabs(v[i]);
+    part[i % 8] = part[i % 8] < a ? a : part[i % 8];
+  }
   float amax = 0.f;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  for (const float a : part) amax = amax < a ? a : amax;
   const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  int32_t codes[Int8Rows::kBlock];
+  for (int64_t i = 0; i < Int8Rows::kBlock; ++i) {
+    float shifted = v[i] * inv + kShift;  // two roundings: -ffp-contract=off where FMA is the baseline
+    shifted = shifted == shifted ? shifted : kShift;  // a NaN (never in a model) as 0
+    int32_t c = std::bit_cast<int32_t>(shifted) - kShiftBits;
+    c = c < -127 ? -127 : c;
+    codes[i] = c > 127 ? 127 : c;
+  }
   int32_t total = 0;
   for (int64_t i = 0; i < Int8Rows::kBlock; ++i) {
-    const float r = i < n ? round_even(x[i] * inv) : 0.f;
-    q[i] = r == r ? static_cast<int8_t>(std::clamp(r, -127.f, 127.f)) : 0;  // a NaN (never in a model) as 0
-    total += q[i];
+    q[i] = static_cast<int8_t>(codes[i]);
+    total += codes[i];
   }
   scale = amax / 127.f;
   sum = scale * static_cast<float>(total);

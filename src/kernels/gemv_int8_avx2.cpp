@@ -1,132 +1,38 @@
-// The integer decode products of kernels/gemv_int8.h on AVX2: the reference's 16 lanes as two 8-lane
-// halves (lanes 0-7 from the first 32 bytes of a step, 8-15 from the last 32), each lane's int32 sum
-// exact, then the same float epilogue lane for lane, so the bits are the scalar reference's.
+// The integer decode products of kernels/gemv_int8.h on AVX2 (the 8-lane halves of gemv_int8_256.h):
 //   Q8: a code q + 128 (0..255) times an x code overflows vpmaddubsw's int16 pair sums, so both are
 //       widened to int16 and multiplied with vpmaddwd (pairs into int32), and vphaddd adds the pairs
 //       into the reference's lanes of four codes.
 //   Q4: a nibble (0..15) times an x code fits vpmaddubsw's pair sums (at most 2 * 15 * 127), the even
 //       and odd nibbles' pair sums add in int16 (at most 7620), and vpmaddwd by ones makes the lanes.
-#include <immintrin.h>
-
-#include <algorithm>
-
 #include "kernels/gemm_kernels.h"
-#include "kernels/gemv_int8.h"
+#include "kernels/gemv_int8_256.h"
 
 namespace smolvlm::gemm {
 namespace {
 
-// Lanes i and i + 8 (the two halves), then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
-[[gnu::always_inline]] inline float hsum16(__m256 lo, __m256 hi) {
-  const __m256 a8 = _mm256_add_ps(lo, hi);
-  const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-  const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-  return _mm_cvtss_f32(_mm_add_ss(a2, _mm_movehdup_ps(a2)));
-}
-
-// The 32 bytes at `i` of a row of `end` bytes, those at or past `end` read as zero.
-[[gnu::always_inline]] inline __m256i load_codes(const void* row, int64_t i, int64_t end) {
-  const char* p = static_cast<const char*>(row) + i;
-  if (i + 32 <= end) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  alignas(32) char tail[32] = {};
-  for (int64_t k = i; k < end; ++k) tail[k - i] = p[k - i];
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-}
-
-[[gnu::always_inline]] inline __m256i load32(const int8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-[[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-
-// The eight int32 lanes of 32 Q8 codes (each q + 128) times 32 x codes: lane l sums codes 4l..4l+3.
-[[gnu::always_inline]] inline __m256i q8_lanes(__m256i codes, __m256i xq) {
-  const __m256i w0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(codes));
-  const __m256i w1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(codes, 1));
-  const __m256i x0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(xq));
-  const __m256i x1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(xq, 1));
-  // Pairs of codes 0..15 and 16..31; vphaddd adds pairs within each 128-bit half, giving lanes
-  // 0 1 4 5 | 2 3 6 7, put in order by one permute.
-  const __m256i pairs = _mm256_hadd_epi32(_mm256_madd_epi16(w0, x0), _mm256_madd_epi16(w1, x1));
-  return _mm256_permute4x64_epi64(pairs, 0xD8);
-}
-
-// Row n of a Q8 weight for row m of x.
-float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk) {
-  const int64_t K = w.cols;
-  const int8_t* xq = x.codes + m * x.k_pad;
-  const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
-  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  for (int64_t c = 0; c < x.k_pad / 64; ++c) {
-    const __m256i c0 = _mm256_xor_si256(load_codes(row, 64 * c, K), flip);  // q + 128
-    const __m256i c1 = _mm256_xor_si256(load_codes(row, 64 * c + 32, K), flip);
-    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_lanes(c0, load32(xq + 64 * c))), _mm256_loadu_ps(d + 16 * c), lo);
-    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_lanes(c1, load32(xq + 64 * c + 32))), _mm256_loadu_ps(d + 16 * c + 8),
-                         hi);
+struct Avx2Lanes {
+  [[gnu::always_inline]] static __m256i q8(__m256i codes, __m256i xq) {
+    const __m256i w0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(codes));
+    const __m256i w1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(codes, 1));
+    const __m256i x0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(xq));
+    const __m256i x1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(xq, 1));
+    // Pairs of codes 0..15 and 16..31; vphaddd adds pairs within each 128-bit half, giving lanes
+    // 0 1 4 5 | 2 3 6 7, put in order by one permute.
+    const __m256i pairs = _mm256_hadd_epi32(_mm256_madd_epi16(w0, x0), _mm256_madd_epi16(w1, x1));
+    return _mm256_permute4x64_epi64(pairs, 0xD8);
   }
-  const float s = half_to_float(w.quant.scales[blk]);
-  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-  const float centred = _mm_cvtss_f32(
-      _mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(lo, hi))));
-  return centred * s;
-}
-
-// The eight int32 lanes of 32 bytes of a Q4 row: lane l sums bytes 4l..4l+3, each byte's low nibble
-// times its x code in x_even and its high nibble times the one in x_odd.
-[[gnu::always_inline]] inline __m256i q4_lanes(__m256i bytes, __m256i x_even, __m256i x_odd) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
-  const __m256i even = _mm256_and_si256(bytes, low), odd = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
-  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(even, x_even), _mm256_maddubs_epi16(odd, x_odd));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-// Row n of a Q4 weight for row m of x.
-float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk) {
-  const int64_t row_bytes = w.cols / 2, K = w.cols, G = w.quant.group_size;
-  const int64_t groups = int8_detail::groups_per_row(w);
-  const int8_t* xq = x.nibble_codes + m * x.k_pad;
-  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
-  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  for (int64_t c = 0; c < x.k_pad / 128; ++c) {
-    // Lanes 0-7 in the group of code 128c, 8-15 in that of code 128c + 64 (0 past K).
-    const int64_t code = 128 * c;
-    const __m256 s0 = _mm256_set1_ps(half_to_float(w.quant.scales[blk + code / G]));
-    const __m256 s1 = _mm256_set1_ps(code + 64 < K ? half_to_float(w.quant.scales[blk + (code + 64) / G]) : 0.f);
-    const int8_t* xc = xq + 128 * c;
-    const __m256i i0 = q4_lanes(load_codes(row, 64 * c, row_bytes), load32(xc), load32(xc + 64));
-    const __m256i i1 = q4_lanes(load_codes(row, 64 * c + 32, row_bytes), load32(xc + 32), load32(xc + 96));
-    lo = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_loadu_ps(d + 16 * c)), s0, lo);
-    hi = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i1), _mm256_loadu_ps(d + 16 * c + 8)), s1, hi);
+  [[gnu::always_inline]] static __m256i q4(__m256i bytes, __m256i x_even, __m256i x_odd) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i even = _mm256_and_si256(bytes, low), odd = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(even, x_even), _mm256_maddubs_epi16(odd, x_odd));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
-  // m_g * X_g into lane g % 16, in group order.
-  __m256 min_lo = _mm256_setzero_ps(), min_hi = _mm256_setzero_ps();
-  for (int64_t g0 = 0; g0 < groups; g0 += 16) {
-    alignas(32) float sums[16] = {}, mins[16] = {};
-    for (int64_t i = 0; i < 16 && g0 + i < groups; ++i) {
-      sums[i] = int8_detail::group_sum(x, m, w, g0 + i);
-      mins[i] = half_to_float(w.quant.mins[blk + g0 + i]);
-    }
-    min_lo = _mm256_fmadd_ps(_mm256_load_ps(mins), _mm256_load_ps(sums), min_lo);
-    min_hi = _mm256_fmadd_ps(_mm256_load_ps(mins + 8), _mm256_load_ps(sums + 8), min_hi);
-  }
-  return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
-}
+};
 
 }  // namespace
 
 void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const bool q8 = w.format == WeightFormat::Q8;
-  const int64_t groups = int8_detail::groups_per_row(w);
-  for (int64_t n = n0; n < n1; ++n) {
-    const int64_t blk = w.quant.block_rows == 1 ? n * groups : int8_detail::first_block(w, n);
-    for (int64_t m = 0; m < x.M; ++m) {
-      const float r = q8 ? q8_row(x, m, w, n, blk) : q4_row(x, m, w, n, blk);
-      y[m * w.rows + n] = bias ? r + bias[n] : r;
-    }
-  }
+  gemv_int8_256<Avx2Lanes>(x, w, bias, y, n0, n1);
 }
 
 }  // namespace smolvlm::gemm

@@ -53,7 +53,9 @@ ThreadPool::ThreadPool(int num_threads, std::optional<KernelPath> path, Precisio
   if (num_threads < 1 || num_threads > 1024)
     throw bad_input("thread count " + std::to_string(num_threads) + " is out of range (1..1024)");
   if (precision == Precision::Fast && !path)
-    throw unsupported("thread pool: precision fast needs a pool with the avx512 kernel path on a CPU with avx512_bf16");
+    throw unsupported(
+        "thread pool: precision fast needs a pool with a kernel path named: avx2, neon, or avx512 on a CPU with "
+        "avx512_bf16");
   if (path) require_precision(*path, precision);  // exact: the path runs on this CPU
   for (int i = 1; i < num_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }

@@ -141,10 +141,12 @@ TEST_F(FastPrecisionTest, BitwiseIdenticalForAnyThreadCountAndSharedInput) {
 TEST(FastPrecision, RefusedWherePathHasNoFastProducts) {
   EXPECT_THROW(ThreadPool(2, std::nullopt, Precision::Fast), Error);
   EXPECT_THROW(ThreadPool(2, KernelPath::Scalar, Precision::Fast), Error);
-  if (kernel_path_supported(KernelPath::Avx2)) {
-    // The avx2 path's fast products are its integer decode products only: its blocked products (more
-    // rows of x than it streams) stay fp32, the bits of the exact pool.
-    ThreadPool fast(2, KernelPath::Avx2, Precision::Fast), exact(2, KernelPath::Avx2);
+  for (KernelPath path : {KernelPath::Avx2, KernelPath::Neon}) {
+    if (!kernel_path_supported(path)) continue;
+    SCOPED_TRACE(kernel_path_name(path));
+    // The avx2 and neon paths' fast products are their integer decode products only: their blocked
+    // products (more rows of x than they stream) stay fp32, the bits of the exact pool.
+    ThreadPool fast(2, path, Precision::Fast), exact(2, path);
     std::mt19937 rng(9);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     constexpr int64_t M = 33, N = 40, K = 70;

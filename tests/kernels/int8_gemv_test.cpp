@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,8 +26,6 @@ std::vector<float> uniform(size_t n, std::mt19937& rng, float lo, float hi) {
   for (float& f : v) f = dist(rng);
   return v;
 }
-
-bool has_int8_kernels() { return precision_supported(KernelPath::Avx512, Precision::Fast) && cpu_features().avx512vnni; }
 
 TEST(Int8Rows, CodesAreWithinHalfAStepOfX) {
   std::mt19937 rng(3);
@@ -67,6 +67,26 @@ TEST(Int8Rows, CodesAreWithinHalfAStepOfX) {
   }
 }
 
+// Each code is x * (127 / amax) rounded to the nearest integer, ties to even, as nearbyint gives.
+TEST(Int8Rows, CodesRoundToNearestTiesToEven) {
+  std::mt19937 rng(4);
+  std::vector<float> x = uniform(96, rng, -3.f, 3.f);
+  x[0] = 127.f;  // block 0: amax 127, so each code is x rounded
+  const float ties[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -126.5f, 3.49f, -3.51f};
+  for (size_t i = 0; i < std::size(ties); ++i) x[1 + i] = ties[i];
+  Int8RowsBuffer buffer;
+  const Int8Rows r = buffer.quantize(x.data(), 1, 96);
+  const int8_t want_ties[] = {0, 2, 2, 0, -2, -2, 126, -126, 3, -4};
+  for (size_t i = 0; i < std::size(ties); ++i) EXPECT_EQ(r.codes[1 + i], want_ties[i]) << ties[i];
+  for (int64_t j = 0; j < 3; ++j) {
+    float amax = 0.f;
+    for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[size_t(32 * j + i)]));
+    const float inv = 127.f / amax;
+    for (int64_t i = 0; i < 32; ++i)
+      EXPECT_EQ(r.codes[32 * j + i], static_cast<int8_t>(std::nearbyint(x[size_t(32 * j + i)] * inv))) << j << " " << i;
+  }
+}
+
 TEST(Int8Gemv, TakesTheLayoutsItHasProductsFor) {
   const auto takes = [](WeightFormat f, int64_t group) {
     return int8_gemv_takes(WeightRef(nullptr, f, 8, 256, QuantBlocks{group, 1}));
@@ -102,27 +122,51 @@ std::string name(const Int8Case& c) {
          std::to_string(c.K);
 }
 
-// The integer products each path has on this CPU: the kernel itself and the most rows of x linear()
-// streams there (more take the blocked fp32 products).
-struct Int8Path {
-  KernelPath path;
-  void (*kernel)(const Int8Rows&, const WeightRef&, const float*, float*, int64_t, int64_t);
-  int64_t max_rows;
+// The integer products this CPU can run, each kernel by itself (a path's table takes the best its CPU
+// has: avx-vnni over avx2, dotprod over plain neon), the path whose pools use it (through linear())
+// where it is that best one, and the most rows of x linear() streams there (more take the blocked
+// fp32 products).
+struct Int8Kernel {
+  const char* name;
+  gemm::GemvInt8 kernel;
+  std::optional<KernelPath> pool_path;
+  int64_t max_rows = 0;
 };
-std::vector<Int8Path> int8_paths() {
-  std::vector<Int8Path> v;
+std::vector<Int8Kernel> int8_kernels() {
+  std::vector<Int8Kernel> v;
+  [[maybe_unused]] const CpuFeatures& f = cpu_features();
 #if SMOLVLM_HAVE_X86_KERNELS
-  if (kernel_path_supported(KernelPath::Avx2))
-    v.push_back({KernelPath::Avx2, gemm::gemv_int8_avx2, gemm::gemm_kernels_avx2().gemv_max_m});
-  if (has_int8_kernels())
-    v.push_back({KernelPath::Avx512, gemm::gemv_int8_avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
+  if (kernel_path_supported(KernelPath::Avx2)) {
+    const int64_t rows = gemm::gemm_kernels_avx2().gemv_max_m;
+    v.push_back({"avx2", gemm::gemv_int8_avx2, f.avxvnni ? std::nullopt : std::optional(KernelPath::Avx2), rows});
+    if (f.avxvnni) v.push_back({"avx-vnni", gemm::gemv_int8_avxvnni, KernelPath::Avx2, rows});
+  }
+  if (precision_supported(KernelPath::Avx512, Precision::Fast) && f.avx512vnni)
+    v.push_back({"avx512-vnni", gemm::gemv_int8_avx512, KernelPath::Avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (kernel_path_supported(KernelPath::Neon)) {
+    const int64_t rows = gemm::gemm_kernels_neon().gemv_max_m;
+    v.push_back({"neon", gemm::gemv_int8_neon, f.dotprod ? std::nullopt : std::optional(KernelPath::Neon), rows});
+    if (f.dotprod) v.push_back({"neon-dotprod", gemm::gemv_int8_dotprod, KernelPath::Neon, rows});
+  }
 #endif
   return v;
 }
 
+// The table of each path names the kernel it took.
+TEST(Int8Gemv, EachPathNamesTheIntegerProductsItTakes) {
+  const WeightRef q8(nullptr, WeightFormat::Q8, 8, 256, QuantBlocks{256, 1});
+  for (const Int8Kernel& k : int8_kernels()) {
+    if (!k.pool_path) continue;
+    EXPECT_EQ(decode_product_name(q8, *k.pool_path, Precision::Fast), std::string(k.name) + " int8");
+    EXPECT_EQ(decode_product_name(q8, *k.pool_path, Precision::Exact), std::string(kernel_path_name(*k.pool_path)) + " fp32");
+  }
+}
+
 TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
-  const std::vector<Int8Path> paths = int8_paths();
-  if (paths.empty()) GTEST_SKIP() << "this CPU has no kernel path with integer products";
+  const std::vector<Int8Kernel> kernels = int8_kernels();
+  if (kernels.empty()) GTEST_SKIP() << "this CPU has no kernel path with integer products";
   std::mt19937 rng(11);
   for (const Int8Case& c : kCases) {
     SCOPED_TRACE(name(c));
@@ -135,16 +179,16 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
     const Int8Rows xq = buffer.quantize(x.data(), c.M, c.K);
     std::vector<float> want(size_t(c.M * c.N));
     gemv_int8_reference(xq, q.ref(), bias.data(), want.data(), 0, c.N);
-    for (const Int8Path& p : paths) {
-      SCOPED_TRACE(kernel_path_name(p.path));
+    for (const Int8Kernel& k : kernels) {
+      SCOPED_TRACE(k.name);
       // The kernel alone, over two ranges (where a range starts changes no row).
       std::vector<float> direct(want.size());
-      p.kernel(xq, q.ref(), bias.data(), direct.data(), 0, c.N / 3);
-      p.kernel(xq, q.ref(), bias.data(), direct.data(), c.N / 3, c.N);
+      k.kernel(xq, q.ref(), bias.data(), direct.data(), 0, c.N / 3);
+      k.kernel(xq, q.ref(), bias.data(), direct.data(), c.N / 3, c.N);
       EXPECT_EQ(direct, want);
-      if (c.M > p.max_rows) continue;
+      if (!k.pool_path || c.M > k.max_rows) continue;
       for (int threads : {1, 2, 3}) {
-        ThreadPool pool(threads, p.path, Precision::Fast);
+        ThreadPool pool(threads, *k.pool_path, Precision::Fast);
         std::vector<float> y(want.size()), shared(want.size());
         linear(x.data(), c.M, q.ref(), bias.data(), y.data(), pool);
         EXPECT_EQ(y, want) << threads << " threads";

@@ -1,0 +1,117 @@
+// The integer decode products of kernels/gemv_int8.h on 256-bit registers, shared by the avx2 file
+// (gemv_int8_avx2.cpp: vpmaddubsw and vpmaddwd) and the avx-vnni one (gemv_int8_avxvnni.cpp:
+// vpdpbusd): the reference's 16 lanes as two 8-lane halves (lanes 0-7 from the first 32 bytes of a
+// step, 8-15 from the last 32), each lane's int32 sum exact whichever instructions make it, then the
+// same float epilogue lane for lane, so the bits are the scalar reference's.
+// Included by those two files only, each compiling it for its own instruction set: everything here
+// has internal linkage, so no copy built for one set stands in for the other's.
+//
+// `Lanes` supplies the integer sums, eight int32 lanes from 32 bytes:
+//   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (each q + 128, 0..255) times their x codes;
+//   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
+//   code in x_even and its high nibble times the one in x_odd.
+#pragma once
+
+#include <immintrin.h>
+
+#include "kernels/gemv_int8.h"
+
+namespace smolvlm::gemm {
+namespace {
+
+// Lanes i and i + 8 (the two halves), then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
+[[gnu::always_inline]] inline float hsum16(__m256 lo, __m256 hi) {
+  const __m256 a8 = _mm256_add_ps(lo, hi);
+  const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+  const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+  return _mm_cvtss_f32(_mm_add_ss(a2, _mm_movehdup_ps(a2)));
+}
+
+// The 32 bytes at `i` of a row of `end` bytes, those at or past `end` read as zero.
+[[gnu::always_inline]] inline __m256i load_codes(const void* row, int64_t i, int64_t end) {
+  const char* p = static_cast<const char*>(row) + i;
+  if (i + 32 <= end) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  alignas(32) char tail[32] = {};
+  for (int64_t k = i; k < end; ++k) tail[k - i] = p[k - i];
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+}
+
+[[gnu::always_inline]] inline __m256i load32(const int8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+[[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Row n of a Q8 weight for row m of x.
+template <class Lanes>
+float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk) {
+  const int64_t K = w.cols;
+  const int8_t* xq = x.codes + m * x.k_pad;
+  const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
+  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t c = 0; c < x.k_pad / 64; ++c) {
+    const __m256i c0 = _mm256_xor_si256(load_codes(row, 64 * c, K), flip);  // q + 128
+    const __m256i c1 = _mm256_xor_si256(load_codes(row, 64 * c + 32, K), flip);
+    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(c0, load32(xq + 64 * c))), _mm256_loadu_ps(d + 16 * c), lo);
+    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(c1, load32(xq + 64 * c + 32))), _mm256_loadu_ps(d + 16 * c + 8),
+                         hi);
+  }
+  const float s = half_to_float(w.quant.scales[blk]);
+  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+  const float centred = _mm_cvtss_f32(
+      _mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(lo, hi))));
+  return centred * s;
+}
+
+// Row n of a Q4 weight for row m of x.
+template <class Lanes>
+float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk) {
+  const int64_t row_bytes = w.cols / 2, K = w.cols, G = w.quant.group_size;
+  const int64_t groups = int8_detail::groups_per_row(w);
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t c = 0; c < x.k_pad / 128; ++c) {
+    // Lanes 0-7 in the group of code 128c, 8-15 in that of code 128c + 64 (0 past K).
+    const int64_t code = 128 * c;
+    const __m256 s0 = _mm256_set1_ps(half_to_float(w.quant.scales[blk + code / G]));
+    const __m256 s1 = _mm256_set1_ps(code + 64 < K ? half_to_float(w.quant.scales[blk + (code + 64) / G]) : 0.f);
+    const int8_t* xc = xq + 128 * c;
+    const __m256i i0 = Lanes::q4(load_codes(row, 64 * c, row_bytes), load32(xc), load32(xc + 64));
+    const __m256i i1 = Lanes::q4(load_codes(row, 64 * c + 32, row_bytes), load32(xc + 32), load32(xc + 96));
+    lo = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_loadu_ps(d + 16 * c)), s0, lo);
+    hi = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i1), _mm256_loadu_ps(d + 16 * c + 8)), s1, hi);
+  }
+  // m_g * X_g into lane g % 16, in group order.
+  __m256 min_lo = _mm256_setzero_ps(), min_hi = _mm256_setzero_ps();
+  for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+    alignas(32) float sums[16] = {}, mins[16] = {};
+    for (int64_t i = 0; i < 16 && g0 + i < groups; ++i) {
+      sums[i] = int8_detail::group_sum(x, m, w, g0 + i);
+      mins[i] = half_to_float(w.quant.mins[blk + g0 + i]);
+    }
+    min_lo = _mm256_fmadd_ps(_mm256_load_ps(mins), _mm256_load_ps(sums), min_lo);
+    min_hi = _mm256_fmadd_ps(_mm256_load_ps(mins + 8), _mm256_load_ps(sums + 8), min_hi);
+  }
+  return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
+}
+
+// Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8).
+template <class Lanes>
+void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const bool q8 = w.format == WeightFormat::Q8;
+  const int64_t groups = int8_detail::groups_per_row(w);
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t blk = w.quant.block_rows == 1 ? n * groups : int8_detail::first_block(w, n);
+    for (int64_t m = 0; m < x.M; ++m) {
+      const float r = q8 ? q8_row<Lanes>(x, m, w, n, blk) : q4_row<Lanes>(x, m, w, n, blk);
+      y[m * w.rows + n] = bias ? r + bias[n] : r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smolvlm::gemm
