@@ -169,12 +169,9 @@ bool int8_gemv_takes(const WeightRef& w) {
 
 
 void gemv_int8_reference(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  for (int64_t m = 0; m < x.M; ++m) {
-    for (int64_t n = n0; n < n1; ++n) {
-      const float r = w.format == WeightFormat::Q8 ? reference_q8_row(x, m, w, n) : reference_q4_row(x, m, w, n);
-      y[m * w.rows + n] = bias ? r + bias[n] : r;
-    }
-  }
+  int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t) {
+    return w.format == WeightFormat::Q8 ? reference_q8_row(x, m, w, n) : reference_q4_row(x, m, w, n);
+  });
 }
 
 }  // namespace smolvlm

@@ -72,6 +72,22 @@ inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t
   for (int64_t i = g * per_group; i < (g + 1) * per_group && i < pairs; ++i) s += p[i];
   return s;
 }
+// Rows [n0, n1) of y for every row of x (+ bias[n] when non-null), each from row(m, n, blk) where blk
+// is the row's first parameter set: the loop of the kernels that take one weight row and one row of x
+// at a time. Instantiated with each kernel file's own row function, so nothing compiled for one
+// instruction set is shared with another.
+template <class Row>
+inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1,
+                            Row row) {
+  const int64_t groups = groups_per_row(w);
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t blk = w.quant.block_rows == 1 ? n * groups : first_block(w, n);
+    for (int64_t m = 0; m < x.M; ++m) {
+      const float r = row(m, n, blk);
+      y[m * w.rows + n] = bias ? r + bias[n] : r;
+    }
+  }
+}
 }  // namespace int8_detail
 
 }  // namespace smolvlm

@@ -103,15 +103,12 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8).
 template <class Lanes>
 void gemv_int8_128(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const bool q8 = w.format == WeightFormat::Q8;
-  const int64_t groups = int8_detail::groups_per_row(w);
-  for (int64_t n = n0; n < n1; ++n) {
-    const int64_t blk = w.quant.block_rows == 1 ? n * groups : int8_detail::first_block(w, n);
-    for (int64_t m = 0; m < x.M; ++m) {
-      const float r = q8 ? q8_row<Lanes>(x, m, w, n, blk) : q4_row<Lanes>(x, m, w, n, blk);
-      y[m * w.rows + n] = bias ? r + bias[n] : r;
-    }
-  }
+  if (w.format == WeightFormat::Q8)
+    int8_detail::for_each_output(x, w, bias, y, n0, n1,
+                                 [&](int64_t m, int64_t n, int64_t blk) { return q8_row<Lanes>(x, m, w, n, blk); });
+  else
+    int8_detail::for_each_output(x, w, bias, y, n0, n1,
+                                 [&](int64_t m, int64_t n, int64_t blk) { return q4_row<Lanes>(x, m, w, n, blk); });
 }
 
 }  // namespace
