@@ -70,7 +70,9 @@ typedef struct smolvlm_model_options {
   size_t struct_size;
   /* Worker threads of each session of this model; 0: every core. */
   int32_t threads;
-  /* Kernels to use: NULL or "" for the best this CPU has, else "scalar", "avx2", "avx512" or "neon".
+  /* Kernels to use: NULL or "" for the path the environment variable SMOLVLM_KERNELS names where it is
+   * set (one the CPU cannot run, or an unknown name, is an error at load), else the best this CPU
+   * has; or "scalar", "avx2", "avx512" or "neon".
    * A path the CPU cannot run is SMOLVLM_ERR_UNSUPPORTED at load; nothing runs on another path
    * without saying so (smolvlm_result.kernel_path says which ran). */
   const char* kernel_path;

@@ -66,7 +66,8 @@ class Model:
         "org/name[@revision]" already in the HuggingFace cache (the network is never used).
     threads: worker threads of each request (None: every core).
     ctx: upper bound on any request's context (None: the model's, within 2 GiB of KV cache).
-    kernels: "scalar", "avx2", "avx512" or "neon" (None: the best this CPU runs; one it cannot run is an error).
+    kernels: "scalar", "avx2", "avx512" or "neon" (None: SMOLVLM_KERNELS where set, else the best this CPU
+        runs; one it cannot run is an error).
     load_weights: False reads only the configs and tokenizer (tokenize, render prompts, info).
     precision: "exact" (None: fp32, the results HF computes) or "fast": bf16 vision and prefill
         products on avx512 with avx512_bf16 (measured 1.4-2x faster), and decode with q8/q4 weights on

@@ -34,8 +34,9 @@ const Model& smolvlm_model::weights() const {
 
 namespace {
 
+// No name: the process's path (SMOLVLM_KERNELS where set, else the best this CPU has).
 KernelPath kernel_path_named(const char* name) {
-  if (!name || !*name) return best_kernel_path();
+  if (!name || !*name) return active_kernel_path();
   for (KernelPath p : kAllKernelPaths)
     if (std::string(name) == kernel_path_name(p)) {
       if (!kernel_path_supported(p))

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "io/npy.h"
+#include "kernels/cpu.h"
 #include "model/golden_util.h"
 #include "test_util.h"
 
@@ -204,6 +205,29 @@ TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
 
 namespace smolvlm {
 namespace {
+
+// SMOLVLM_KERNELS picks the kernels of a command without --kernels; --kernels wins over it; a path the
+// CPU cannot run or an unknown name is a clean error naming the variable.
+TEST(CliKernels, EnvironmentPicksThePathWhereNoFlagDoes) {
+  const auto llama = (test::data_dir() / "models" / "llama-tiny").string();
+  const std::string args = "generate --json --max-new-tokens 2 --prompt hi --model " + quoted(llama);
+  const auto path_of = [](const test::CommandResult& r) {
+    return nlohmann::json::parse(r.out)["timings"]["kernel_path"].get<std::string>();
+  };
+  auto r = test::run_cli(args, false, "SMOLVLM_KERNELS=scalar ");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(path_of(r), "scalar");
+  const std::string best = kernel_path_name(best_kernel_path());
+  r = test::run_cli(args + " --kernels " + best, false, "SMOLVLM_KERNELS=scalar ");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(path_of(r), best);
+  r = test::run_cli(args, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(path_of(r), best);
+  r = test::run_cli(args, true, "SMOLVLM_KERNELS=vector9 ");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("SMOLVLM_KERNELS=vector9: unknown kernel path"), std::string::npos) << r.out;
+}
 
 // --messages: earlier turns (OpenAI's shape) before the command line's images and prompt; a broken
 // file is a clean error naming it; --stop trims the answer where the stop first appears.
