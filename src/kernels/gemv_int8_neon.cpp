@@ -19,7 +19,8 @@ struct NeonLanes {
   static int32x4_t q4(uint8x16_t bytes, int8x16_t x_even, int8x16_t x_odd) {
     const int8x16_t even = vreinterpretq_s8_u8(vandq_u8(bytes, vdupq_n_u8(0x0F)));
     const int8x16_t odd = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));
-    const int16x8_t lo = vmlal_s8(vmull_s8(vget_low_s8(even), vget_low_s8(x_even)), vget_low_s8(odd), vget_low_s8(x_odd));
+    const int16x8_t lo =
+        vmlal_s8(vmull_s8(vget_low_s8(even), vget_low_s8(x_even)), vget_low_s8(odd), vget_low_s8(x_odd));
     const int16x8_t hi = vmlal_high_s8(vmull_high_s8(even, x_even), odd, x_odd);
     return lanes_of_four(lo, hi);
   }

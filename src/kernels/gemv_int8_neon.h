@@ -60,7 +60,8 @@ float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
     }
   const float s = half_to_float(w.quant.scales[blk]);
   const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-  const float centred = __builtin_fmaf(-static_cast<float>(128 + z), x.row_sums[m], hsum16(acc[0], acc[1], acc[2], acc[3]));
+  const float sum = hsum16(acc[0], acc[1], acc[2], acc[3]);
+  const float centred = __builtin_fmaf(-static_cast<float>(128 + z), x.row_sums[m], sum);
   return centred * s;
 }
 

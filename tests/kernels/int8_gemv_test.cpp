@@ -142,7 +142,8 @@ std::vector<Int8Kernel> int8_kernels() {
     if (f.avxvnni) v.push_back({"avx-vnni", gemm::gemv_int8_avxvnni, KernelPath::Avx2, rows});
   }
   if (precision_supported(KernelPath::Avx512, Precision::Fast) && f.avx512vnni)
-    v.push_back({"avx512-vnni", gemm::gemv_int8_avx512, KernelPath::Avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
+    v.push_back(
+        {"avx512-vnni", gemm::gemv_int8_avx512, KernelPath::Avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS
   if (kernel_path_supported(KernelPath::Neon)) {
@@ -160,7 +161,8 @@ TEST(Int8Gemv, EachPathNamesTheIntegerProductsItTakes) {
   for (const Int8Kernel& k : int8_kernels()) {
     if (!k.pool_path) continue;
     EXPECT_EQ(decode_product_name(q8, *k.pool_path, Precision::Fast), std::string(k.name) + " int8");
-    EXPECT_EQ(decode_product_name(q8, *k.pool_path, Precision::Exact), std::string(kernel_path_name(*k.pool_path)) + " fp32");
+    EXPECT_EQ(decode_product_name(q8, *k.pool_path, Precision::Exact),
+              std::string(kernel_path_name(*k.pool_path)) + " fp32");
   }
 }
 
