@@ -23,7 +23,9 @@ run() {  # name, then quantize flags
   run q4_embedding_bf16 --scheme q4 --keep 'model.embed_tokens.weight=source'
   run q4_g32 --scheme q4 --group 32
   run q4_down_q8 --scheme q4 --keep '*.down_proj.weight=q8'
+  run q4_embedding_q4 --scheme q4 --keep 'model.embed_tokens.weight=q4'
   run lut4 --scheme lut4
+  run lut4_embedding_lut4 --scheme lut4 --keep 'model.embed_tokens.weight=lut4'
   run lut4_rows4 --scheme lut4 --group 4
   printf '"text": "%s"\n}\n' "heldout.txt (Ruth and Jonah, KJV), windows of 128 tokens"
 }
