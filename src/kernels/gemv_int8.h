@@ -61,9 +61,15 @@ bool int8_gemv_takes(const WeightRef& w);
 void gemv_int8_reference(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 
 namespace int8_detail {
-// The pieces the vector kernels share with the reference, so both read the parameters alike.
+// The pieces the vector kernels share with the reference, so both read the parameters alike. Each
+// kernel file compiles them for its own instruction set, so they have internal linkage: an
+// out-of-line copy one file emits (as unoptimized and sanitizer builds do) must never be the one the
+// linker hands another file, which may run on a CPU without that file's instructions.
+namespace {
+
 inline int64_t groups_per_row(const WeightRef& w) { return (w.cols + w.quant.group_size - 1) / w.quant.group_size; }
 inline int64_t first_block(const WeightRef& w, int64_t n) { return (n / w.quant.block_rows) * groups_per_row(w); }
+
 // X_g of group g of a Q4 row (group size a multiple of 64) for row m of x.
 inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t g) {
   const int64_t per_group = w.quant.group_size / 64, pairs = x.k_pad / 64;
@@ -72,13 +78,13 @@ inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t
   for (int64_t i = g * per_group; i < (g + 1) * per_group && i < pairs; ++i) s += p[i];
   return s;
 }
+
 // Rows [n0, n1) of y for every row of x (+ bias[n] when non-null), each from row(m, n, blk) where blk
 // is the row's first parameter set: the loop of the kernels that take one weight row and one row of x
-// at a time. Instantiated with each kernel file's own row function, so nothing compiled for one
-// instruction set is shared with another.
+// at a time.
 template <class Row>
-inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1,
-                            Row row) {
+inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                            int64_t n1, Row row) {
   const int64_t groups = groups_per_row(w);
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t blk = w.quant.block_rows == 1 ? n * groups : first_block(w, n);
@@ -88,6 +94,40 @@ inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* 
     }
   }
 }
+
+// The weight rows the x86 integer products request ahead of them over rows [n0, n1): the row about
+// 9 KB on, a line each 64-byte step where rows are whole lines (ahead() says where), else the whole
+// row before its pass (SmolVLM-256M's q4: 288-byte rows); the first rows in one burst when built.
+// One stream per thread is limited by the lines the hardware keeps in flight (bench/RESULTS.md: the
+// avx512 q8 token 56 -> 49 ms, the avx2 path's HY-MT decode 1.3-1.9x with the requests).
+class RowRequests {
+ public:
+  RowRequests(const WeightRef& w, int64_t n0, int64_t n1)
+      : base_(static_cast<const char*>(w.data)),
+        row_bytes_(w.format == WeightFormat::Q8 ? w.cols : w.cols / 2),
+        ahead_rows_((kBytesAhead + row_bytes_ - 1) / row_bytes_),
+        n1_(n1) {
+    for (int64_t n = n0; n < n1 && n < n0 + ahead_rows_; ++n) request_row(n);
+  }
+  // For a pass over rows [n, n + rows): the row whose lines the pass requests a step at a time, or
+  // null (none left to request, or rows that are not whole lines, requested whole here instead).
+  const char* ahead(int64_t n, int64_t rows = 1) const {
+    if (n + ahead_rows_ + rows > n1_) return nullptr;
+    if (row_bytes_ % 64 == 0) return base_ + (n + ahead_rows_) * row_bytes_;
+    for (int64_t i = 0; i < rows; ++i) request_row(n + ahead_rows_ + i);
+    return nullptr;
+  }
+
+ private:
+  static constexpr int64_t kBytesAhead = 9216;
+  void request_row(int64_t n) const {
+    for (int64_t b = n * row_bytes_; b < (n + 1) * row_bytes_; b += 64) __builtin_prefetch(base_ + b, 0, 3);
+  }
+  const char* base_;
+  int64_t row_bytes_, ahead_rows_, n1_;
+};
+
+}  // namespace
 }  // namespace int8_detail
 
 }  // namespace smolvlm

@@ -102,33 +102,18 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
 }
 
-// Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8). The weight row
-// about 9 KB on is requested as the first row of x goes through a row: a line a step where rows are
-// whole lines, else the whole row before the pass (as gemv_int8_avx512 does).
+// Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8); the first row of
+// x through a weight row requests the row ahead (int8_detail::RowRequests).
 template <class Lanes>
 void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int64_t kRequestBytes = 9216;
-  const bool q8 = w.format == WeightFormat::Q8;
-  const int64_t row_bytes = q8 ? w.cols : w.cols / 2;
-  const int64_t ahead_rows = (kRequestBytes + row_bytes - 1) / row_bytes;
-  const char* base = static_cast<const char*>(w.data);
-  const auto request_row = [&](int64_t n) {
-    for (int64_t b = n * row_bytes; b < (n + 1) * row_bytes; b += 64) _mm_prefetch(base + b, _MM_HINT_T0);
-  };
-  for (int64_t n = n0; n < n1 && n < n0 + ahead_rows; ++n) request_row(n);
-  const auto ahead_of = [&](int64_t m, int64_t n) -> const char* {
-    if (m != 0 || n + ahead_rows >= n1) return nullptr;
-    if (row_bytes % 64 == 0) return base + (n + ahead_rows) * row_bytes;
-    request_row(n + ahead_rows);
-    return nullptr;
-  };
-  if (q8)
+  const int8_detail::RowRequests requests(w, n0, n1);
+  if (w.format == WeightFormat::Q8)
     int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
-      return q8_row<Lanes>(x, m, w, n, blk, ahead_of(m, n));
+      return q8_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
     });
   else
     int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
-      return q4_row<Lanes>(x, m, w, n, blk, ahead_of(m, n));
+      return q4_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
     });
 }
 

@@ -4,8 +4,6 @@
 // reference's. Only called where the CPU has avx512_vnni (gemm.cpp checks).
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemv_int8.h"
 
@@ -29,7 +27,6 @@ namespace {
 // its scales picked once, for up to kXRows rows of x, each with its own accumulator adding its steps
 // in the reference's order, so every result has the bits it has alone.
 constexpr int kXRows = 4;
-constexpr int64_t kRequestBytes = 9216;  // how far ahead the rows are requested
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
 [[gnu::always_inline]] inline float hsum16(__m512 v) {
@@ -220,25 +217,11 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
 SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                                    int64_t n1) {
   const RowsOf p{w, int8_detail::groups_per_row(w)};
-  const int64_t row_bytes = w.format == WeightFormat::Q8 ? w.cols : w.cols / 2;
-  // The row about 9 KB on is requested as the product goes, the line each step reads that far ahead
-  // (as the fp32 products do, gemv_quant_range), where every row is a whole number of lines; the first
-  // ones in one burst.
-  const bool spread = row_bytes % 64 == 0;
-  const int64_t ahead_rows = (kRequestBytes + row_bytes - 1) / row_bytes;
-  const char* base = static_cast<const char*>(w.data);
-  // Rows of another length (SmolVLM-256M's q4: 288 bytes) have the row that far ahead requested whole
-  // before each pass (the burst the fp32 products also use there).
-  const auto request_row = [&](int64_t n) {
-    for (int64_t b = n * row_bytes; b < (n + 1) * row_bytes; b += 64) _mm_prefetch(base + b, _MM_HINT_T0);
-  };
-  for (int64_t n = n0; n < std::min(n1, n0 + ahead_rows); ++n) request_row(n);
+  const int8_detail::RowRequests requests(w, n0, n1);
   int64_t n = n0;
   if (w.format == WeightFormat::Q8 && x.M > 1)
     for (; n + kXRows <= n1; n += kXRows) {
-      const char* ahead = spread && n + ahead_rows + kXRows <= n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
-      for (int64_t i = 0; i < kXRows; ++i)
-        if (!spread && n + i + ahead_rows < n1) request_row(n + i + ahead_rows);
+      const char* ahead = requests.ahead(n, kXRows);
       for (int64_t m = 0; m < x.M; ++m) {
         float r[kXRows];
         q8_rows<kXRows>(x, m, p, n, r, m == 0 ? ahead : nullptr);
@@ -247,8 +230,7 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
     }
   for (; n < n1; ++n) {
     // The requests go out with the first rows of x: a row of the weight ahead a pass.
-    const char* ahead = spread && n + ahead_rows < n1 ? base + (n + ahead_rows) * row_bytes : nullptr;
-    if (!spread && n + ahead_rows < n1) request_row(n + ahead_rows);
+    const char* ahead = requests.ahead(n);
     int64_t m = 0;
     for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr) row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead);
     switch (x.M - m) {
