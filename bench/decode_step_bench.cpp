@@ -3,7 +3,7 @@
 // BM_GroupStreams: n threads, each generating 64 greedy tokens on its own session of one decode group
 // (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of whole requests.
 // Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] [SMOLVLM_BENCH_PRECISION=exact|fast]
-//        decode_step_bench --benchmark_counters_tabular=true
+//        [SMOLVLM_BENCH_CONTEXT=4096] decode_step_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <smolvlm.hpp>
@@ -31,10 +31,19 @@ const smolvlm::api::Model& model() {
   return m;
 }
 
+// Positions a session holds before BM_BatchedStep truncates it back to its prompt: the steps attend
+// over 8 to this many keys (a short context leaves the weights alone to time).
+int64_t context() {
+  const char* c = std::getenv("SMOLVLM_BENCH_CONTEXT");
+  const int64_t n = c ? std::atoll(c) : 4096;
+  if (n < 16) throw std::runtime_error("SMOLVLM_BENCH_CONTEXT must be at least 16");
+  return n;
+}
+
 std::vector<std::unique_ptr<smolvlm::api::Session>> sessions(int n) {
   std::vector<std::unique_ptr<smolvlm::api::Session>> out;
   for (int i = 0; i < n; ++i) {
-    out.push_back(std::make_unique<smolvlm::api::Session>(model(), 4096));
+    out.push_back(std::make_unique<smolvlm::api::Session>(model(), context()));
     const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, int32_t(8 + i)};
     out.back()->prefill(prompt);
   }
