@@ -3,14 +3,15 @@
 // the decode GEMV costs without attention, norms or sampling. The quantized formats use quantize's
 // defaults (q8 per row, q4 in groups of 64, lut4 one table per 16 rows; the lm_head q8 per row), with
 // random codes and parameters. On a busy machine read the best token, and alternate builds.
-//   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --rows] [N]
+//   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --int8-kernels | --rows] [N]
 // ":fast" runs the pool under Precision::Fast (avx512 with avx512_bf16): q8 and q4 then take the
 // integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
-// --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s); N rows
-// of x per product (default 1: a batched decode step of N sequences). --read-each and --read-once
-// only read the same weights (their bytes summed, the GEMV's split of rows over the threads): one pool
-// call per weight as the products make, or one for the whole token. They tell what the products
-// could reach through the same calls, and what the calls themselves cost.
+// --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s), and
+// --int8-kernels (q8, q4) times each integer product this CPU has alone on that weight, one thread, x
+// rounded before timing. N rows of x per product (default 1: a batched decode step of N sequences).
+// --read-each and --read-once only read the same weights (their bytes summed, the GEMV's split of rows
+// over the threads): one pool call per weight as the products make, or one for the whole token. They
+// tell what the products could reach through the same calls, and what the calls themselves cost.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +25,8 @@
 #include "core/dtype.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_kernels.h"
+#include "kernels/gemv_int8.h"
 #include "kernels/quant.h"
 #include "kernels/thread_pool.h"
 
@@ -90,6 +93,52 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M, int64_t N, i
   return 0;
 }
 
+// The integer products this CPU has (kernels/gemm_kernels.h), each alone on this thread: x rounded
+// once before timing, the weight in cache; µs per product and Gweights/s.
+int int8_kernels_alone(WeightFormat f, int reps, int64_t M, int64_t N, int64_t K) {
+  if (f != WeightFormat::Q8 && f != WeightFormat::Q4) {
+    std::fprintf(stderr, "--int8-kernels takes q8 or q4\n");
+    return 2;
+  }
+  std::mt19937 rng(1);
+  const Weight w = make_weight(N, K, f, rng);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(K * M)), y(static_cast<size_t>(N * M));
+  for (float& v : x) v = dist(rng);
+  Int8RowsBuffer buffer;
+  const Int8Rows xq = buffer.quantize(x.data(), M, K);
+  struct Kernel {
+    const char* name;
+    gemm::GemvInt8 run;
+  };
+  std::vector<Kernel> kernels;
+  [[maybe_unused]] const CpuFeatures& cpu = cpu_features();
+#if SMOLVLM_HAVE_X86_KERNELS
+  if (kernel_path_supported(KernelPath::Avx2)) kernels.push_back({"avx2", gemm::gemv_int8_avx2});
+  if (kernel_path_supported(KernelPath::Avx2) && cpu.avxvnni)
+    kernels.push_back({"avx-vnni", gemm::gemv_int8_avxvnni});
+  if (kernel_path_supported(KernelPath::Avx512) && cpu.avx512vnni)
+    kernels.push_back({"avx512-vnni", gemm::gemv_int8_avx512});
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (kernel_path_supported(KernelPath::Neon)) kernels.push_back({"neon", gemm::gemv_int8_neon});
+  if (kernel_path_supported(KernelPath::Neon) && cpu.dotprod)
+    kernels.push_back({"neon-dotprod", gemm::gemv_int8_dotprod});
+#endif
+  for (const Kernel& k : kernels) {
+    double best = 1e9;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 10; ++i) k.run(xq, w.ref, nullptr, y.data(), 0, N);
+      best = std::min(best, seconds_since(t0) / 10);
+    }
+    std::printf("%s %s int8 alone, one thread, %lld row(s) of x: %.2f us per %lldx%lld product, %.1f Gweights/s\n",
+                weight_format_name(f), k.name, static_cast<long long>(M), best * 1e6, static_cast<long long>(N),
+                static_cast<long long>(K), double(N * K) / best * 1e-9);
+  }
+  return 0;
+}
+
 }  // namespace
 
 enum class Mode { Products, ReadEach, ReadOnce };
@@ -147,8 +196,10 @@ int main(int argc, char** argv) {
     else args.push_back(a);
   }
   if (args.empty()) {
-    std::fprintf(stderr, "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] [--in-cache|--rows|--read-each|--read-once] [N] "
-                 "[--shape=256m|hymt]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] "
+                 "[--in-cache|--int8-kernels|--rows|--read-each|--read-once] [N] [--shape=256m|hymt]\n",
+                 argv[0]);
     return 2;
   }
   const size_t n_args = args.size();
@@ -162,6 +213,7 @@ int main(int argc, char** argv) {
   const int64_t M = n_args > 4 ? std::max(1, std::atoi(args[4].c_str())) : 1;
   const std::string option = n_args > 3 ? args[3] : "";
   if (option == "--in-cache") return in_cache(f, pool, tokens, M, shape.cache_rows, shape.H);
+  if (option == "--int8-kernels") return int8_kernels_alone(f, tokens, M, shape.cache_rows, shape.H);
   const Mode mode = option == "--read-each" ? Mode::ReadEach : option == "--read-once" ? Mode::ReadOnce : Mode::Products;
 
   std::mt19937 rng(1);

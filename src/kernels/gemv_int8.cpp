@@ -115,26 +115,40 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   r.M = M, r.K = K;
   r.k_pad = (K + Int8Rows::kPadTo - 1) / Int8Rows::kPadTo * Int8Rows::kPadTo;
   const int64_t blocks = r.k_pad / Int8Rows::kBlock;
-  // Every element below is written (codes past K as zero): the arrays only grow.
-  const auto fit = [](auto& v, int64_t n) {
-    if (v.size() < size_t(n)) v.resize(size_t(n));
+  // The arrays, each a whole number of cache lines (rows of codes k_pad bytes, of lane scales k_pad / 4
+  // and k_pad / 8 floats: multiples of 64 bytes). Every element below is written (codes past K as zero).
+  const auto lines = [](int64_t floats) { return (floats + 15) / 16 * 16; };
+  const int64_t code_floats = lines(M * r.k_pad / 4), block_floats = lines(M * blocks);
+  const int64_t pair_floats = lines(M * blocks / 2), row_floats = lines(M);
+  const int64_t q8_floats = lines(M * r.k_pad / 4), q4_floats = lines(M * r.k_pad / 8);
+  float* at =
+      storage_.get(size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + q4_floats));
+  const auto take = [&at](int64_t floats) {
+    float* p = at;
+    at += floats;
+    return p;
   };
-  fit(codes_, M * r.k_pad), fit(nibble_codes_, M * r.k_pad), fit(block_scales_, M * blocks);
-  fit(block_sums_, M * blocks), fit(pair_sums_, M * blocks / 2), fit(row_sums_, M);
-  fit(q8_lane_scales_, M * r.k_pad / 4), fit(q4_lane_scales_, M * r.k_pad / 8);
+  int8_t* const codes = reinterpret_cast<int8_t*>(take(code_floats));
+  int8_t* const nibble_codes = reinterpret_cast<int8_t*>(take(code_floats));
+  float* const block_scales = take(block_floats);
+  float* const block_sums = take(block_floats);
+  float* const pair_sums = take(pair_floats);
+  float* const row_sums = take(row_floats);
+  float* const q8_lane_scales = take(q8_floats);
+  float* const q4_lane_scales = take(q4_floats);
   for (int64_t m = 0; m < M; ++m) {
-    int8_t* q = codes_.data() + m * r.k_pad;
-    float* scale = block_scales_.data() + m * blocks;
+    int8_t* q = codes + m * r.k_pad;
+    float* scale = block_scales + m * blocks;
     for (int64_t j = 0; j < blocks; ++j) {
       const int64_t k0 = j * Int8Rows::kBlock, n = std::clamp<int64_t>(K - k0, 0, Int8Rows::kBlock);
-      quantize_block(n > 0 ? x + m * K + k0 : x, n, q + k0, scale[j], block_sums_[size_t(m * blocks + j)]);
+      quantize_block(n > 0 ? x + m * K + k0 : x, n, q + k0, scale[j], block_sums[m * blocks + j]);
     }
-    const float* sums = block_sums_.data() + m * blocks;
-    for (int64_t i = 0; i < blocks / 2; ++i) pair_sums_[size_t(m * blocks / 2 + i)] = sums[2 * i] + sums[2 * i + 1];
+    const float* sums = block_sums + m * blocks;
+    for (int64_t i = 0; i < blocks / 2; ++i) pair_sums[m * blocks / 2 + i] = sums[2 * i] + sums[2 * i + 1];
     float row = 0.f;
     for (int64_t j = 0; j < blocks; ++j) row += sums[j];
-    row_sums_[size_t(m)] = row;
-    int8_t* nib = nibble_codes_.data() + m * r.k_pad;
+    row_sums[m] = row;
+    int8_t* nib = nibble_codes + m * r.k_pad;
     for (int64_t c = 0; c < r.k_pad; c += 128)
       for (int64_t i = 0; i < 32; ++i) {
         nib[c + i] = q[c + 2 * i];
@@ -142,21 +156,21 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
         nib[c + 64 + i] = q[c + 2 * i + 1];
         nib[c + 96 + i] = q[c + 64 + 2 * i + 1];
       }
-    float* d8 = q8_lane_scales_.data() + m * (r.k_pad / 4);
+    float* d8 = q8_lane_scales + m * (r.k_pad / 4);
     for (int64_t c = 0; c < r.k_pad / 64; ++c)
       for (int l = 0; l < kLanes; ++l) d8[16 * c + l] = scale[2 * c + l / 8];
-    float* d4 = q4_lane_scales_.data() + m * (r.k_pad / 8);
+    float* d4 = q4_lane_scales + m * (r.k_pad / 8);
     for (int64_t c = 0; c < r.k_pad / 128; ++c)
       for (int l = 0; l < kLanes; ++l) d4[16 * c + l] = scale[4 * c + l / 4];
   }
-  r.codes = codes_.data();
-  r.nibble_codes = nibble_codes_.data();
-  r.block_scales = block_scales_.data();
-  r.block_sums = block_sums_.data();
-  r.pair_sums = pair_sums_.data();
-  r.row_sums = row_sums_.data();
-  r.q8_lane_scales = q8_lane_scales_.data();
-  r.q4_lane_scales = q4_lane_scales_.data();
+  r.codes = codes;
+  r.nibble_codes = nibble_codes;
+  r.block_scales = block_scales;
+  r.block_sums = block_sums;
+  r.pair_sums = pair_sums;
+  r.row_sums = row_sums;
+  r.q8_lane_scales = q8_lane_scales;
+  r.q4_lane_scales = q4_lane_scales;
   return r;
 }
 

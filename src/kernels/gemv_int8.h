@@ -41,15 +41,16 @@ struct Int8Rows {
   const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
 };
 
-// Owns the arrays of an Int8Rows and keeps them between products.
+// Owns the arrays of an Int8Rows and keeps them between products: one 64-byte aligned block, each
+// array and each row of x in it starting a cache line, so the kernels' 64-byte loads of x never
+// straddle two lines.
 class Int8RowsBuffer {
  public:
   // x [M, K] (rows K floats apart), finite values, rounded as described above.
   Int8Rows quantize(const float* x, int64_t M, int64_t K);
 
  private:
-  std::vector<int8_t> codes_, nibble_codes_;
-  std::vector<float> block_scales_, block_sums_, pair_sums_, row_sums_, q8_lane_scales_, q4_lane_scales_;
+  AlignedBuffer storage_;
 };
 
 // Whether the integer product takes this weight: Q8 with one group per row, Q4 with groups of a
