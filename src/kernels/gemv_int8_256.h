@@ -44,8 +44,8 @@ namespace {
 
 // Row n of a Q8 weight for row m of x; with `ahead`, each step requests the line there (the row
 // about 9 KB on: the avx512 kernels' schedule). The steps whose 64 codes lie in the row load them
-// without the tail's test (in cache, a 256 x 2048 weight, one thread: avx-vnni 19.7-20.4 -> 8.5-8.6
-// us, avx2 25.3-26.1 -> 20.0-20.2 us).
+// without the tail's test (the kernel alone, a 256 x 2048 weight in cache, one thread: avx-vnni
+// 22.7-26.0 -> 9.6-9.8 us, avx2 25.9-35.2 -> 20.1-25.8 us; bench/RESULTS.md).
 template <class Lanes>
 float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk, const char* ahead) {
   const int64_t K = w.cols, steps = x.k_pad / 64, full = K / 64;
@@ -95,9 +95,8 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   };
   int64_t c = 0;
   // Groups of 64 (quantize's default), the steps whose 64 bytes lie in the row: groups 2c and 2c + 1,
-  // no division for the group, no test for the tail.
-  // (In cache, a 256 x 2048 weight, one thread: avx-vnni 23.8-24.1 -> 18.5-19.1 us, avx2 23.5-24.3 ->
-  // 20.2-20.9 us; bench/RESULTS.md.)
+  // no division for the group, no test for the tail (the kernel alone, as for q8_row: avx-vnni
+  // 23.9-24.3 -> 17.2-17.4 us, avx2 25.6-26.3 -> 18.2-18.7 us).
   if (G == 64)
     for (const int8_t* bytes = reinterpret_cast<const int8_t*>(row); c < row_bytes / 64; ++c) {
       if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);

@@ -192,8 +192,8 @@ SMOLVLM_VNNI inline void q4_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
   if (w.quant.group_size == 64) {
     // Groups of 64 (quantize's default): each step takes groups 2c and 2c + 1, picked from 16 scales
     // converted at once per 8 steps. Runs of 8 steps whose bytes lie in the row go straight through,
-    // their picks constants, nothing masked (a 256 x 2048 weight in cache, one thread: 13.4-14.1 ->
-    // 7.6-8.5 us; HY-MT's q4 decode 1.4x, bench/RESULTS.md).
+    // their picks constants, nothing masked (the kernel alone, a 256 x 2048 weight in cache, one
+    // thread: 8.7-9.0 -> 6.1-6.4 us; a HY-MT token from memory did not change: bench/RESULTS.md).
     const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     for (; 64 * (c + 8) <= row_bytes; c += 8) {
       const __m512 scales16 =
