@@ -93,7 +93,7 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M, int64_t N, i
   return 0;
 }
 
-// The integer products this CPU has (kernels/gemm_kernels.h), each alone on this thread: x rounded
+// The integer products this CPU has (gemm::int8_products), each alone on this thread: x rounded
 // once before timing, the weight in cache; µs per product and Gweights/s.
 int int8_kernels_alone(WeightFormat f, int reps, int64_t M, int64_t N, int64_t K) {
   if (f != WeightFormat::Q8 && f != WeightFormat::Q4) {
@@ -107,25 +107,7 @@ int int8_kernels_alone(WeightFormat f, int reps, int64_t M, int64_t N, int64_t K
   for (float& v : x) v = dist(rng);
   Int8RowsBuffer buffer;
   const Int8Rows xq = buffer.quantize(x.data(), M, K);
-  struct Kernel {
-    const char* name;
-    gemm::GemvInt8 run;
-  };
-  std::vector<Kernel> kernels;
-  [[maybe_unused]] const CpuFeatures& cpu = cpu_features();
-#if SMOLVLM_HAVE_X86_KERNELS
-  if (kernel_path_supported(KernelPath::Avx2)) kernels.push_back({"avx2", gemm::gemv_int8_avx2});
-  if (kernel_path_supported(KernelPath::Avx2) && cpu.avxvnni)
-    kernels.push_back({"avx-vnni", gemm::gemv_int8_avxvnni});
-  if (kernel_path_supported(KernelPath::Avx512) && cpu.avx512vnni)
-    kernels.push_back({"avx512-vnni", gemm::gemv_int8_avx512});
-#endif
-#if SMOLVLM_HAVE_NEON_KERNELS
-  if (kernel_path_supported(KernelPath::Neon)) kernels.push_back({"neon", gemm::gemv_int8_neon});
-  if (kernel_path_supported(KernelPath::Neon) && cpu.dotprod)
-    kernels.push_back({"neon-dotprod", gemm::gemv_int8_dotprod});
-#endif
-  for (const Kernel& k : kernels) {
+  for (const gemm::Int8Product& k : gemm::int8_products()) {
     double best = 1e9;
     for (int r = 0; r < reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();

@@ -507,6 +507,32 @@ std::string decode_product_name(const WeightRef& w, KernelPath path, Precision p
   return kern && takes_int8(*kern, precision, w) ? kern->int8_name : std::string(kernel_path_name(path)) + " fp32";
 }
 
+std::vector<gemm::Int8Product> gemm::int8_products() {
+  std::vector<Int8Product> v;
+  const auto add = [&v](const char* name, GemvInt8 run, KernelPath path) {
+    const GemmKernels* k = precision_supported(path, Precision::Fast) ? simd_kernels(path, Precision::Fast, false)
+                                                                      : nullptr;
+    const bool taken = k && k->gemv_int8 == run;
+    v.push_back({name, run, path, taken, taken ? k->gemv_max_m : 0});
+  };
+  [[maybe_unused]] const CpuFeatures& f = cpu_features();
+#if SMOLVLM_HAVE_X86_KERNELS
+  if (kernel_path_supported(KernelPath::Avx2)) {
+    add("avx2", gemv_int8_avx2, KernelPath::Avx2);
+    if (f.avxvnni) add("avx-vnni", gemv_int8_avxvnni, KernelPath::Avx2);
+  }
+  if (precision_supported(KernelPath::Avx512, Precision::Fast) && f.avx512vnni)
+    add("avx512-vnni", gemv_int8_avx512, KernelPath::Avx512);
+#endif
+#if SMOLVLM_HAVE_NEON_KERNELS
+  if (kernel_path_supported(KernelPath::Neon)) {
+    add("neon", gemv_int8_neon, KernelPath::Neon);
+    if (f.dotprod) add("neon-dotprod", gemv_int8_dotprod, KernelPath::Neon);
+  }
+#endif
+  return v;
+}
+
 int64_t linear_row_exact_max() {
   const gemm::GemmKernels* kern = path_kernels(active_kernel_path()).simd;
   return kern ? kern->gemv_max_m : std::numeric_limits<int64_t>::max();

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "kernels/gemm.h"
 
@@ -84,5 +86,18 @@ void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, fl
 void gemv_int8_avxvnni(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_neon(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_dotprod(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+
+// Each integer product this CPU can run, for the tests and benches that run every one alone, those of
+// a path in order of preference ("avx2", "avx-vnni"; "avx512-vnni"; "neon", "neon-dotprod"): `taken`
+// where the path's Precision::Fast table uses it (the best of the path on this CPU), and `max_rows`
+// the most rows of x that path's linear() streams through it (0 where not taken).
+struct Int8Product {
+  const char* name;
+  GemvInt8 run;
+  KernelPath path;
+  bool taken = false;
+  int64_t max_rows = 0;
+};
+std::vector<Int8Product> int8_products();
 
 }  // namespace smolvlm::gemm

@@ -122,10 +122,9 @@ std::string name(const Int8Case& c) {
          std::to_string(c.K);
 }
 
-// The integer products this CPU can run, each kernel by itself (a path's table takes the best its CPU
-// has: avx-vnni over avx2, dotprod over plain neon), the path whose pools use it (through linear())
-// where it is that best one, and the most rows of x linear() streams there (more take the blocked
-// fp32 products).
+// The integer products this CPU can run, each kernel by itself (gemm::int8_products), the path whose
+// pools use it (through linear()) where its table takes it, and the most rows of x linear() streams
+// there (more take the blocked fp32 products).
 struct Int8Kernel {
   const char* name;
   gemm::GemvInt8 kernel;
@@ -134,25 +133,30 @@ struct Int8Kernel {
 };
 std::vector<Int8Kernel> int8_kernels() {
   std::vector<Int8Kernel> v;
-  [[maybe_unused]] const CpuFeatures& f = cpu_features();
-#if SMOLVLM_HAVE_X86_KERNELS
-  if (kernel_path_supported(KernelPath::Avx2)) {
-    const int64_t rows = gemm::gemm_kernels_avx2().gemv_max_m;
-    v.push_back({"avx2", gemm::gemv_int8_avx2, f.avxvnni ? std::nullopt : std::optional(KernelPath::Avx2), rows});
-    if (f.avxvnni) v.push_back({"avx-vnni", gemm::gemv_int8_avxvnni, KernelPath::Avx2, rows});
-  }
-  if (precision_supported(KernelPath::Avx512, Precision::Fast) && f.avx512vnni)
-    v.push_back(
-        {"avx512-vnni", gemm::gemv_int8_avx512, KernelPath::Avx512, gemm::gemm_kernels_avx512_bf16().gemv_max_m});
-#endif
-#if SMOLVLM_HAVE_NEON_KERNELS
-  if (kernel_path_supported(KernelPath::Neon)) {
-    const int64_t rows = gemm::gemm_kernels_neon().gemv_max_m;
-    v.push_back({"neon", gemm::gemv_int8_neon, f.dotprod ? std::nullopt : std::optional(KernelPath::Neon), rows});
-    if (f.dotprod) v.push_back({"neon-dotprod", gemm::gemv_int8_dotprod, KernelPath::Neon, rows});
-  }
-#endif
+  for (const gemm::Int8Product& p : gemm::int8_products())
+    v.push_back({p.name, p.run, p.taken ? std::optional(p.path) : std::nullopt, p.max_rows});
   return v;
+}
+
+// A path's table takes the best product the CPU has for it (avx-vnni over avx2, dotprod over plain
+// neon: the last listed), and a path that runs Precision::Fast takes one.
+TEST(Int8Gemv, EachPathTakesItsBestProduct) {
+  const std::vector<gemm::Int8Product> products = gemm::int8_products();
+  for (KernelPath path : kAllKernelPaths) {
+    const gemm::Int8Product* last = nullptr;
+    int taken = 0;
+    for (const gemm::Int8Product& p : products) {
+      if (p.path != path) continue;
+      last = &p;
+      taken += p.taken;
+    }
+    if (!last) continue;
+    SCOPED_TRACE(kernel_path_name(path));
+    EXPECT_EQ(taken, precision_supported(path, Precision::Fast) ? 1 : 0);
+    if (taken) {
+      EXPECT_TRUE(last->taken) << last->name << " is the best this CPU has";
+    }
+  }
 }
 
 // The table of each path names the kernel it took.
