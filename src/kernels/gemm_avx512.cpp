@@ -1,55 +1,18 @@
 // AVX-512 kernels of linear(): an 8x32 micro kernel (16 zmm accumulators, fp32 FMAs: bf16
 // dot-product instructions would round the activations to bf16 and break fp32 exactness), weight
-// packing and the streaming GEMV shared with the AVX2 path (memory bound either way); and the opt-in
-// bf16 blocked products of Precision::Fast (the same blocking over bf16 pairs).
+// packing and the streaming GEMV shared with the AVX2 path (memory bound either way). The opt-in
+// bf16 blocked products of Precision::Fast are in gemm_bf16_avx512.cpp.
 #include <immintrin.h>
 
+#include "kernels/gemm_avx512.h"
 #include "kernels/gemm_kernels.h"
-#include "kernels/gemm_simd.h"
-
-// GCC 12 reports the intrinsics' own "undefined" pass-through operands (in _mm512_reduce_add_ps, in
-// arrays of vectors as in the four-row products below) as uninitialized; they are never read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace smolvlm::gemm {
 namespace {
 
-constexpr int kMr = 8, kNr = 32, kKc = 256;
-
 // c[8][32] = (accumulate ? c : 0) + a[kc][8] · b[kc][32] (+ bias[32]), a and b packed; same
 // summation order as the AVX2 kernel: the K block in registers in k order, then the old c added.
 // The tile of y is read after the K loop: start fetching it before (from L3 or memory on big M).
-[[gnu::always_inline]] inline void prefetch_tile(const float* c, int64_t ldc) {
-  for (int i = 0; i < kMr; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
-  }
-}
-
-// c = (accumulate ? c : 0) + acc (+ bias): the old c added after the K block's sum, then the bias.
-[[gnu::always_inline]] inline void store_tile(const __m512 (&acc)[kMr][2], float* c, int64_t ldc, bool accumulate, const float* bias) {
-  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int i = 0; i < kMr; ++i) {
-    float* ci = c + i * ldc;
-    __m512 v0 = acc[i][0], v1 = acc[i][1];
-    if (accumulate) {
-      v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0);
-      v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1);
-    }
-    if (bias) {
-      v0 = _mm512_add_ps(v0, bias0);
-      v1 = _mm512_add_ps(v1, bias1);
-    }
-    _mm512_storeu_ps(ci, v0);
-    _mm512_storeu_ps(ci + 16, v1);
-  }
-}
-
 inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
                        const float* bias) {
   prefetch_tile(c, ldc);
@@ -70,37 +33,6 @@ inline void micro_8x32(const float* a, const float* b, int64_t kc, float* c, int
   }
   store_tile(acc, c, ldc, accumulate, bias);
 }
-
-// 16 consecutive 4-bit codes from 8 bytes (low nibble first) as int32 lanes.
-inline __m512i codes4x16(const uint8_t* p) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), mask = _mm_set1_epi8(0x0f);
-  const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
-}
-
-// The 512-bit decoding of 16 quantized values; a LUT4 table is one register, read by one permute.
-template <WeightFormat FMT>
-struct QuantDecoder16 {
-  __m512 scale, offset, lut;
-  explicit QuantDecoder16(const QuantGroup& g) {
-    if constexpr (FMT == WeightFormat::Lut4) {
-      lut = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.lut)));
-    } else {
-      scale = _mm512_set1_ps(g.scale);
-      offset = _mm512_set1_ps(FMT == WeightFormat::Q8 ? q8_offset(g) : g.offset);
-    }
-  }
-  __m512 load(const void* row, int64_t k) const {
-    if constexpr (FMT == WeightFormat::Q8) {
-      const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k)));
-      return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(q), offset);  // exact: see q8_offset
-    } else if constexpr (FMT == WeightFormat::Q4) {
-      return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(codes4x16(static_cast<const uint8_t*>(row) + k / 2)), offset);
-    } else {
-      return _mm512_permutexvar_ps(codes4x16(static_cast<const uint8_t*>(row) + k / 2), lut);
-    }
-  }
-};
 
 // The 4-bit fast path: 16 codes (8 bytes) are broadcast to every lane and shifted so that lane i
 // holds code perm(i) = 8 * (i & 1) + (i >> 1) in its low 4 bits; one permute then reads the group's
@@ -555,151 +487,39 @@ void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, f
   });
 }
 
-// ---- Precision::Fast: bf16 operands, VDPBF16PS (each instruction: 16 lanes x one pair of products,
-// added to the fp32 accumulator) ----
-
-inline uint32_t bf16_pair(float lo, float hi) {
-  return uint32_t(f32_to_bf16(lo)) | uint32_t(f32_to_bf16(hi)) << 16;
-}
-
-// One row's kc values as ceil(kc/2) bf16 pairs (an odd tail paired with zero): 32 at a time with
-// the vector conversion (round to nearest even, as f32_to_bf16), the tail scalar.
-inline void bf16_pairs_of_row(const float* x, int64_t kc, uint32_t* out) {
-  int64_t k = 0;
-  for (; k + 32 <= kc; k += 32) {
-    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(x + k));
-    _mm512_storeu_si512(out + k / 2, reinterpret_cast<const __m512i&>(v));
-  }
-  for (; k + 1 < kc; k += 2) out[k / 2] = bf16_pair(x[k], x[k + 1]);
-  if (k < kc) out[k / 2] = bf16_pair(x[k], 0.f);
-}
-
-// r[i] = column i of the 16 x 16 matrix of 32-bit values whose row i was r[i]: pairs of rows
-// interleaved by 32 and 64 bits within each 128-bit lane, then the lanes gathered by two shuffles.
-inline void transpose16x16(__m512i (&r)[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // u[4i + c], lane L: rows 4i..4i+3 of column 4L + c
-    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
-  }
-}
-
-// One 8-row tile of x as dst[s*8 + r] = pair s of row r; rows >= `rows` are zero. 16 slots at a
-// time: each row's 32 values converted by one instruction, the 8 rows (and 8 zero rows) transposed.
-void pack_a_bf16(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
-  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
-  const int64_t slots = (kc + 1) / 2;
-  int64_t s0 = 0;
-  for (; 2 * s0 + 32 <= kc; s0 += 16) {
-    __m512i r[16];
-    for (int i = 0; i < 16; ++i) {
-      if (i < rows) {
-        const float* xi = x + i * ldx + 2 * s0;
-        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xi + 16), _mm512_loadu_ps(xi));
-        r[i] = reinterpret_cast<const __m512i&>(v);
-      } else {
-        r[i] = _mm512_setzero_si512();
+// Quantized weights into the fp32 panels (dst[p*kc*32 + k*32 + j] = value k of row n0+p*32+j):
+// 16 rows decoded at a time (decode_rows16), then turned 16 x 16 at a time. The scalar packing
+// (pack_b_panels) writes the same values; it took as long as the bf16 products of a 128-token prefill.
+template <WeightFormat FMT>
+void pack_b_quant512(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  alignas(64) float rows[16][kKc];
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t h = 0; h < kNr; h += 16) {
+      decode_rows16<FMT>(w, n0 + p * kNr + h, k0, kc, rows);
+      float* d = dst + p * kc * kNr + h;
+      int64_t k = 0;
+      for (; k + 16 <= kc; k += 16) {
+        __m512i r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(rows[i] + k);
+        transpose16x16(r);
+        for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + (k + c) * kNr, r[c]);
       }
+      for (; k < kc; ++k)
+        for (int i = 0; i < 16; ++i) d[k * kNr + i] = rows[i][k];
     }
-    transpose16x16(r);
-    for (int i = 0; i < 16; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + (s0 + i) * kMr), _mm512_castsi512_si256(r[i]));
-  }
-  if (s0 == slots) return;
-  uint32_t pairs[kKc / 2];
-  for (int64_t r = 0; r < kMr; ++r) {
-    if (r < rows) bf16_pairs_of_row(x + r * ldx + 2 * s0, kc - 2 * s0, pairs);
-    for (int64_t s = s0; s < slots; ++s) d[s * kMr + r] = r < rows ? pairs[s - s0] : 0u;
-  }
 }
 
-// One panel of 32 BF16 rows whose pairs are already the slots: dp[s*32 + j] = pair s of row j,
-// 16 rows x 16 slots per transpose, the last slots (and an odd kc's lone value) one by one.
-void pack_bf16_panel(const uint16_t* rows, int64_t ld, int64_t kc, uint32_t* dp) {
-  const int64_t pairs = kc / 2, slots = (kc + 1) / 2;
-  int64_t s0 = 0;
-  for (; s0 + 16 <= pairs; s0 += 16)
-    for (int64_t j0 = 0; j0 < kNr; j0 += 16) {
-      __m512i r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(rows + (j0 + i) * ld + 2 * s0);
-      transpose16x16(r);
-      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dp + (s0 + i) * kNr + j0, r[i]);
-    }
-  for (int64_t j = 0; j < kNr; ++j) {
-    const uint16_t* row = rows + j * ld;
-    for (int64_t s = s0; s < slots; ++s)
-      dp[s * kNr + j] = uint32_t(row[2 * s]) | (2 * s + 1 < kc ? uint32_t(row[2 * s + 1]) << 16 : 0u);
+void pack_b512(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  if (weight_format_is_quantized(w.format)) {
+    with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_b_quant512<FMT>(w, n0, panels, k0, kc, dst); });
+    return;
   }
-}
-
-// Weight rows as bf16 pairs in 32-wide panels: dst[p*slots*32 + s*32 + j] = pair s of row n0+p*32+j
-// (columns k0..). BF16 weights are moved as they are stored (their pairs are already the slots);
-// other formats are converted to fp32 as the exact path packs them, then rounded.
-void pack_b_bf16(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
-  const int64_t slots = (kc + 1) / 2;
-  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
-  alignas(64) float panel[kKc * kNr];
-  for (int64_t p = 0; p < panels; ++p) {
-    uint32_t* dp = d + p * slots * kNr;
-    const int64_t first = n0 + p * kNr;
-    if (w.format == WeightFormat::BF16 && w.cols % 2 == 0 && first + kNr <= w.rows) {
-      pack_bf16_panel(static_cast<const uint16_t*>(w.data) + first * w.cols + k0, w.cols, kc, dp);
-      continue;
-    }
-    pack_b_panels<kNr>(w, first, 1, k0, kc, panel);  // panel[k*32 + j], rows past w.rows zero
-    for (int64_t s = 0; s < slots; ++s)
-      for (int64_t j = 0; j < kNr; ++j)
-        dp[s * kNr + j] = bf16_pair(panel[2 * s * kNr + j], 2 * s + 1 < kc ? panel[(2 * s + 1) * kNr + j] : 0.f);
-  }
-}
-
-// c[8][32] = (accumulate ? c : 0) + a · b (+ bias) over bf16 pairs: the K block in registers, one
-// pair per step in k order, then the old c added, as micro_8x32.
-inline void micro_8x32_bf16(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
-                            const float* bias) {
-  prefetch_tile(c, ldc);
-  __m512 acc[kMr][2];
-#pragma GCC unroll 8
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  const int64_t slots = (kc + 1) / 2;
-#pragma GCC unroll 2
-  for (int64_t s = 0; s < slots; ++s) {
-    const __m512 b0f = _mm512_load_ps(b), b1f = _mm512_load_ps(b + 16);
-    const __m512bh b0 = reinterpret_cast<const __m512bh&>(b0f), b1 = reinterpret_cast<const __m512bh&>(b1f);
-#pragma GCC unroll 8
-    for (int i = 0; i < kMr; ++i) {
-      const __m512 af = _mm512_set1_ps(a[i]);  // the pair's 32 bits in every lane
-      const __m512bh av = reinterpret_cast<const __m512bh&>(af);
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
-    }
-    a += kMr;
-    b += kNr;
-  }
-  store_tile(acc, c, ldc, accumulate, bias);
-}
-
-void macro_bf16(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride, int64_t n_valid,
-                int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
-  macro_kernel<kMr, kNr, decltype(&micro_8x32_bf16), 2>(micro_8x32_bf16, packed_a, mc, packed_b, b_panel_stride,
-                                                         n_valid, kc, y, ldy, accumulate, bias);
+  pack_b_panels<kNr>(w, n0, panels, k0, kc, dst);
 }
 
 GemmKernels make_kernels() {
   GemmKernels k = KernelSet<kMr, kNr, kKc, micro_8x32, QuantRow512>::table("avx512");
+  k.pack_b = pack_b512;
   k.gemv = gemv512;
   // Up to 8 rows (a batched decode step of 8 sequences) stream the weights once, each row exactly as
   // alone (gemv_rows512: two weight rows with up to four rows of x per pass).
@@ -707,26 +527,12 @@ GemmKernels make_kernels() {
   return k;
 }
 
-const GemmKernels kKernels = make_kernels();
-
-GemmKernels make_bf16_kernels() {
-  GemmKernels k = make_kernels();
-  k.name = "avx512-bf16";
-  k.pack_a = pack_a_bf16;
-  k.pack_b = pack_b_bf16;
-  k.macro = macro_bf16;
-  k.kpack = 2;
-  k.gemv_int8 = gemv_int8_avx512;
-  k.int8_needs_vnni = true;
-  k.int8_name = "avx512-vnni int8";
-  return k;
-}
-
-const GemmKernels kBf16Kernels = make_bf16_kernels();
 
 }  // namespace
 
-const GemmKernels& gemm_kernels_avx512() { return kKernels; }
-const GemmKernels& gemm_kernels_avx512_bf16() { return kBf16Kernels; }
+const GemmKernels& gemm_kernels_avx512() {
+  static const GemmKernels kernels = make_kernels();
+  return kernels;
+}
 
 }  // namespace smolvlm::gemm

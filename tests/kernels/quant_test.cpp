@@ -87,6 +87,38 @@ TEST(Quant, LinearOnEveryPathMatchesTheDequantizedReference) {
     }
 }
 
+// The blocked products pack a quantized weight by decoding it (16 values at a time on avx512, group
+// tails one by one): the products then run on the very values of the dequantized fp32 matrix, so
+// they give its bits, in either precision.
+TEST(Quant, BlockedProductsGiveTheBitsOfTheDequantizedMatrix) {
+  std::mt19937 rng(17);
+  // M past the streaming products' rows (8); K across the 256-column blocks with short tails, groups
+  // that straddle them (18, 24) or are odd (9, Q8 only: 4-bit groups are even); N past whole panels.
+  const QuantCase cases[] = {{WeightFormat::Q8, 0, 1},  {WeightFormat::Q8, 24, 1}, {WeightFormat::Q8, 9, 1},
+                             {WeightFormat::Q4, 64, 1}, {WeightFormat::Q4, 18, 1}, {WeightFormat::Q4, 0, 1},
+                             {WeightFormat::Lut4, 0, 16}, {WeightFormat::Lut4, 64, 5}};
+  const QuantShape shapes[] = {{9, 37, 40}, {13, 70, 300}, {25, 33, 602}};
+  for (KernelPath path : supported_kernel_paths())
+    for (Precision precision : {Precision::Exact, Precision::Fast}) {
+      if (!precision_supported(path, precision)) continue;
+      ThreadPool pool(2, path, precision);
+      SCOPED_TRACE(std::string(kernel_path_name(path)) + (precision == Precision::Fast ? " fast" : " exact"));
+      for (const QuantShape& s : shapes)
+        for (const QuantCase& c : cases) {
+          SCOPED_TRACE(case_name(c, s));
+          const std::vector<float> w = uniform_values(size_t(s.N * s.K), rng, -0.1f, 0.1f);
+          const std::vector<float> x = uniform_values(size_t(s.M * s.K), rng);
+          const QuantizedMatrix q = quantize_matrix(w.data(), s.N, s.K, c.format, c.group ? c.group : s.K, c.block_rows);
+          const std::vector<float> deq = dequantize_matrix(q.ref());
+          const WeightRef dense{deq.data(), WeightFormat::F32, s.N, s.K};
+          std::vector<float> want(size_t(s.M * s.N)), got(want.size());
+          linear(x.data(), s.M, dense, nullptr, want.data(), pool);
+          linear(x.data(), s.M, q.ref(), nullptr, got.data(), pool);
+          EXPECT_EQ(got, want);
+        }
+    }
+}
+
 TEST(Quant, ErrorIsBoundedByTheBlockStep) {
   std::mt19937 rng(3);
   const int64_t N = 20, K = 172;

@@ -1,0 +1,134 @@
+// AVX-512 building blocks shared by the fp32 products (gemm_avx512.cpp) and the bf16 products of
+// Precision::Fast (gemm_bf16_avx512.cpp): the blocking, the micro kernels' tile store, the decoding of
+// quantized values and the packing of quantized weights. Internal linkage, as gemm_simd.h: include
+// only from files built with AVX-512.
+#pragma once
+
+#include <immintrin.h>
+
+#include "kernels/gemm_simd.h"
+
+// GCC 12 reports the intrinsics' own "undefined" pass-through operands (in _mm512_reduce_add_ps, in
+// arrays of vectors as in the four-row products) as uninitialized; they are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace smolvlm::gemm {
+namespace {
+
+constexpr int kMr = 8, kNr = 32, kKc = 256;
+
+// The micro kernels' tile of y is read after their K loop: start fetching it before (from L3 or
+// memory on big M).
+[[gnu::always_inline]] inline void prefetch_tile(const float* c, int64_t ldc) {
+  for (int i = 0; i < kMr; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNr - 1), _MM_HINT_T0);
+  }
+}
+
+// c = (accumulate ? c : 0) + acc (+ bias): the old c added after the K block's sum, then the bias.
+[[gnu::always_inline]] inline void store_tile(const __m512 (&acc)[kMr][2], float* c, int64_t ldc, bool accumulate, const float* bias) {
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) {
+    float* ci = c + i * ldc;
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
+    if (accumulate) {
+      v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0);
+      v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1);
+    }
+    if (bias) {
+      v0 = _mm512_add_ps(v0, bias0);
+      v1 = _mm512_add_ps(v1, bias1);
+    }
+    _mm512_storeu_ps(ci, v0);
+    _mm512_storeu_ps(ci + 16, v1);
+  }
+}
+
+// 16 consecutive 4-bit codes from 8 bytes (low nibble first) as int32 lanes.
+inline __m512i codes4x16(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), mask = _mm_set1_epi8(0x0f);
+  const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
+}
+
+// The 512-bit decoding of 16 quantized values; a LUT4 table is one register, read by one permute.
+template <WeightFormat FMT>
+struct QuantDecoder16 {
+  __m512 scale, offset, lut;
+  explicit QuantDecoder16(const QuantGroup& g) {
+    if constexpr (FMT == WeightFormat::Lut4) {
+      lut = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.lut)));
+    } else {
+      scale = _mm512_set1_ps(g.scale);
+      offset = _mm512_set1_ps(FMT == WeightFormat::Q8 ? q8_offset(g) : g.offset);
+    }
+  }
+  __m512 load(const void* row, int64_t k) const {
+    if constexpr (FMT == WeightFormat::Q8) {
+      const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(row) + k)));
+      return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(q), offset);  // exact: see q8_offset
+    } else if constexpr (FMT == WeightFormat::Q4) {
+      return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(codes4x16(static_cast<const uint8_t*>(row) + k / 2)), offset);
+    } else {
+      return _mm512_permutexvar_ps(codes4x16(static_cast<const uint8_t*>(row) + k / 2), lut);
+    }
+  }
+};
+
+// r[i] = column i of the 16 x 16 matrix of 32-bit values whose row i was r[i]: pairs of rows
+// interleaved by 32 and 64 bits within each 128-bit lane, then the lanes gathered by two shuffles.
+inline void transpose16x16(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + c], lane L: rows 4i..4i+3 of column 4L + c
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
+  }
+}
+
+// Values [k0, k0 + kc) of 16 weight rows from `first` into rows[i][0..kc), 16 at a time as
+// QuantDecoder16 gives them (the values dequantize_row() computes), each group's tail one by one (a
+// 4-bit group starts on an even column: quant.h refuses odd groups); rows past the weight are zero.
+template <WeightFormat FMT>
+void decode_rows16(const WeightRef& w, int64_t first, int64_t k0, int64_t kc, float (*rows)[kKc]) {
+  const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
+  for (int64_t i = 0; i < 16; ++i) {
+    const int64_t n = first + i;
+    float* out = rows[i] - k0;
+    if (n >= w.rows) {
+      std::fill(out + k0, out + k0 + kc, 0.f);
+      continue;
+    }
+    const void* row = quant_row<FMT>(w, n);
+    const int64_t first_block = (n / w.quant.block_rows) * groups;
+    for (int64_t k = k0; k < k0 + kc;) {
+      const int64_t g = k / G, end = std::min(k0 + kc, (g + 1) * G);
+      const QuantGroup q = quant_group(w, first_block + g);
+      const QuantDecoder16<FMT> decoder(q);
+      for (; k + 16 <= end; k += 16) _mm512_storeu_ps(out + k, decoder.load(row, k));
+      for (; k < end; ++k) out[k] = quant_value<FMT>(row, q, k);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smolvlm::gemm

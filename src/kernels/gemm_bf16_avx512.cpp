@@ -1,0 +1,175 @@
+// The bf16 blocked products of Precision::Fast on AVX-512 (avx512_bf16): bf16 operands, VDPBF16PS
+// (each instruction: 16 lanes x one pair of products, added to the fp32 accumulator), the blocking of
+// the fp32 kernels over bf16 pairs. Decode keeps the fp32 and integer products of gemm_avx512.cpp.
+#include "kernels/gemm_avx512.h"
+#include "kernels/gemm_kernels.h"
+
+#include "core/dtype.h"
+
+namespace smolvlm::gemm {
+namespace {
+
+inline uint32_t bf16_pair(float lo, float hi) {
+  return uint32_t(f32_to_bf16(lo)) | uint32_t(f32_to_bf16(hi)) << 16;
+}
+
+// One row's kc values as ceil(kc/2) bf16 pairs (an odd tail paired with zero): 32 at a time with
+// the vector conversion (round to nearest even, as f32_to_bf16), the tail scalar.
+inline void bf16_pairs_of_row(const float* x, int64_t kc, uint32_t* out) {
+  int64_t k = 0;
+  for (; k + 32 <= kc; k += 32) {
+    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(x + k));
+    _mm512_storeu_si512(out + k / 2, reinterpret_cast<const __m512i&>(v));
+  }
+  for (; k + 1 < kc; k += 2) out[k / 2] = bf16_pair(x[k], x[k + 1]);
+  if (k < kc) out[k / 2] = bf16_pair(x[k], 0.f);
+}
+
+// One 8-row tile of x as dst[s*8 + r] = pair s of row r; rows >= `rows` are zero. 16 slots at a
+// time: each row's 32 values converted by one instruction, the 8 rows (and 8 zero rows) transposed.
+void pack_a_bf16(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* dst) {
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  const int64_t slots = (kc + 1) / 2;
+  int64_t s0 = 0;
+  for (; 2 * s0 + 32 <= kc; s0 += 16) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) {
+      if (i < rows) {
+        const float* xi = x + i * ldx + 2 * s0;
+        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xi + 16), _mm512_loadu_ps(xi));
+        r[i] = reinterpret_cast<const __m512i&>(v);
+      } else {
+        r[i] = _mm512_setzero_si512();
+      }
+    }
+    transpose16x16(r);
+    for (int i = 0; i < 16; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + (s0 + i) * kMr), _mm512_castsi512_si256(r[i]));
+  }
+  if (s0 == slots) return;
+  uint32_t pairs[kKc / 2];
+  for (int64_t r = 0; r < kMr; ++r) {
+    if (r < rows) bf16_pairs_of_row(x + r * ldx + 2 * s0, kc - 2 * s0, pairs);
+    for (int64_t s = s0; s < slots; ++s) d[s * kMr + r] = r < rows ? pairs[s - s0] : 0u;
+  }
+}
+
+// One panel of 32 BF16 rows whose pairs are already the slots: dp[s*32 + j] = pair s of row j,
+// 16 rows x 16 slots per transpose, the last slots (and an odd kc's lone value) one by one.
+void pack_bf16_panel(const uint16_t* rows, int64_t ld, int64_t kc, uint32_t* dp) {
+  const int64_t pairs = kc / 2, slots = (kc + 1) / 2;
+  int64_t s0 = 0;
+  for (; s0 + 16 <= pairs; s0 += 16)
+    for (int64_t j0 = 0; j0 < kNr; j0 += 16) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(rows + (j0 + i) * ld + 2 * s0);
+      transpose16x16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dp + (s0 + i) * kNr + j0, r[i]);
+    }
+  for (int64_t j = 0; j < kNr; ++j) {
+    const uint16_t* row = rows + j * ld;
+    for (int64_t s = s0; s < slots; ++s)
+      dp[s * kNr + j] = uint32_t(row[2 * s]) | (2 * s + 1 < kc ? uint32_t(row[2 * s + 1]) << 16 : 0u);
+  }
+}
+
+// One panel of 32 quantized rows: 16 rows decoded at a time (decode_rows16, the values the exact
+// path packs), rounded to pairs (bf16_pairs_of_row), then turned 16 x 16 slots at a time. Rounding
+// the scalar-packed panel pair by pair took as long as the products of a 128-token prefill.
+template <WeightFormat FMT>
+void pack_quant_panel_bf16(const WeightRef& w, int64_t first, int64_t k0, int64_t kc, uint32_t* dp) {
+  const int64_t slots = (kc + 1) / 2;
+  alignas(64) float rows[16][kKc];
+  alignas(64) uint32_t pairs[16][kKc / 2];
+  for (int64_t h = 0; h < kNr; h += 16) {
+    decode_rows16<FMT>(w, first + h, k0, kc, rows);
+    for (int i = 0; i < 16; ++i) bf16_pairs_of_row(rows[i], kc, pairs[i]);
+    uint32_t* d = dp + h;
+    int64_t s = 0;
+    for (; s + 16 <= slots; s += 16) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(pairs[i] + s);
+      transpose16x16(r);
+      for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + (s + c) * kNr, r[c]);
+    }
+    for (; s < slots; ++s)
+      for (int i = 0; i < 16; ++i) d[s * kNr + i] = pairs[i][s];
+  }
+}
+
+// Weight rows as bf16 pairs in 32-wide panels: dst[p*slots*32 + s*32 + j] = pair s of row n0+p*32+j
+// (columns k0..). BF16 weights are moved as they are stored (their pairs are already the slots);
+// other formats are converted to fp32 as the exact path packs them, then rounded.
+void pack_b_bf16(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  const int64_t slots = (kc + 1) / 2;
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+  alignas(64) float panel[kKc * kNr];
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* dp = d + p * slots * kNr;
+    const int64_t first = n0 + p * kNr;
+    if (w.format == WeightFormat::BF16 && w.cols % 2 == 0 && first + kNr <= w.rows) {
+      pack_bf16_panel(static_cast<const uint16_t*>(w.data) + first * w.cols + k0, w.cols, kc, dp);
+      continue;
+    }
+    if (weight_format_is_quantized(w.format)) {
+      with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_quant_panel_bf16<FMT>(w, first, k0, kc, dp); });
+      continue;
+    }
+    pack_b_panels<kNr>(w, first, 1, k0, kc, panel);  // panel[k*32 + j], rows past w.rows zero
+    for (int64_t s = 0; s < slots; ++s)
+      for (int64_t j = 0; j < kNr; ++j)
+        dp[s * kNr + j] = bf16_pair(panel[2 * s * kNr + j], 2 * s + 1 < kc ? panel[(2 * s + 1) * kNr + j] : 0.f);
+  }
+}
+
+// c[8][32] = (accumulate ? c : 0) + a · b (+ bias) over bf16 pairs: the K block in registers, one
+// pair per step in k order, then the old c added, as micro_8x32.
+inline void micro_8x32_bf16(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, bool accumulate,
+                            const float* bias) {
+  prefetch_tile(c, ldc);
+  __m512 acc[kMr][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const int64_t slots = (kc + 1) / 2;
+#pragma GCC unroll 2
+  for (int64_t s = 0; s < slots; ++s) {
+    const __m512 b0f = _mm512_load_ps(b), b1f = _mm512_load_ps(b + 16);
+    const __m512bh b0 = reinterpret_cast<const __m512bh&>(b0f), b1 = reinterpret_cast<const __m512bh&>(b1f);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 af = _mm512_set1_ps(a[i]);  // the pair's 32 bits in every lane
+      const __m512bh av = reinterpret_cast<const __m512bh&>(af);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  store_tile(acc, c, ldc, accumulate, bias);
+}
+
+void macro_bf16(const float* packed_a, int64_t mc, const float* packed_b, int64_t b_panel_stride, int64_t n_valid,
+                int64_t kc, float* y, int64_t ldy, bool accumulate, const float* bias) {
+  macro_kernel<kMr, kNr, decltype(&micro_8x32_bf16), 2>(micro_8x32_bf16, packed_a, mc, packed_b, b_panel_stride,
+                                                         n_valid, kc, y, ldy, accumulate, bias);
+}
+
+GemmKernels make_bf16_kernels() {
+  GemmKernels k = gemm_kernels_avx512();
+  k.name = "avx512-bf16";
+  k.pack_a = pack_a_bf16;
+  k.pack_b = pack_b_bf16;
+  k.macro = macro_bf16;
+  k.kpack = 2;
+  k.gemv_int8 = gemv_int8_avx512;
+  k.int8_needs_vnni = true;
+  k.int8_name = "avx512-vnni int8";
+  return k;
+}
+}  // namespace
+
+const GemmKernels& gemm_kernels_avx512_bf16() {
+  static const GemmKernels kernels = make_bf16_kernels();
+  return kernels;
+}
+
+}  // namespace smolvlm::gemm
