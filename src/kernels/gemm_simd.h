@@ -190,51 +190,6 @@ inline void with_quant_format(WeightFormat format, Fn&& fn) {
   refuse_weight_format(format);
 }
 
-// Values [k0, k0 + count) of row n, group by group.
-template <WeightFormat FMT>
-inline void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count, float* out) {
-  const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
-  const int64_t first_block = (n / w.quant.block_rows) * groups;
-  const void* row = quant_row<FMT>(w, n);
-  for (int64_t k = k0; k < k0 + count;) {
-    const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
-    const QuantGroup q = quant_group(w, first_block + g);
-    for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
-  }
-}
-
-// Quantized weights are packed by dequantizing each row's K block and writing it into the panel: the
-// prefill and vision products then run the dense micro kernels on exact fp32 values.
-template <int NR, WeightFormat FMT>
-void pack_b_quant(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
-  float row[1024];  // kc <= the kernels' KC (256)
-  for (int64_t p = 0; p < panels; ++p)
-    for (int64_t j = 0; j < NR; ++j) {
-      const int64_t n = n0 + p * NR + j;
-      float* d = dst + p * kc * NR + j;
-      if (n >= w.rows) {
-        for (int64_t k = 0; k < kc; ++k) d[k * NR] = 0.f;
-        continue;
-      }
-      dequantize_segment<FMT>(w, n, k0, kc, row);
-      for (int64_t k = 0; k < kc; ++k) d[k * NR] = row[k];
-    }
-}
-
-template <int NR>
-void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
-  static_assert(NR % 8 == 0);
-  if (weight_format_is_quantized(w.format)) {
-    with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_b_quant<NR, FMT>(w, n0, panels, k0, kc, dst); });
-    return;
-  }
-  with_format(w.format, [&]<WeightFormat FMT>() {
-    for (int64_t p = 0; p < panels; ++p)
-      for (int g = 0; g < NR / 8; ++g)
-        pack_rows8<FMT>(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
-  });
-}
-
 // Requests into L2 the lines holding values [k, k + 32) of the weight row at `row`: prefetch_row
 // spread over a product, one 32-value step at a time.
 template <WeightFormat FMT>
@@ -432,6 +387,67 @@ struct QuantDecoder8 {
   }
 };
 
+// Values [k0, k0 + count) of row n, group by group: 8 at a time as QuantDecoder8 gives them, each
+// group's tail one by one (a 4-bit group starts on an even column: quant.h refuses odd groups).
+template <WeightFormat FMT>
+inline void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count, float* out) {
+  const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
+  const int64_t first_block = (n / w.quant.block_rows) * groups;
+  const void* row = quant_row<FMT>(w, n);
+  for (int64_t k = k0; k < k0 + count;) {
+    const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
+    const QuantGroup q = quant_group(w, first_block + g);
+    const QuantDecoder8<FMT> decoder(q);
+    for (; k + 8 <= end; k += 8) _mm256_storeu_ps(out + k - k0, decoder.load(row, k));
+    for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
+  }
+}
+
+// The longest K block a kernel set packs (its KC).
+constexpr int64_t kMaxPackKc = 256;
+
+// Quantized weights are packed by dequantizing each row's K block, 8 rows at a time turned into the
+// panel: the prefill and vision products then run the dense micro kernels on exact fp32 values.
+// (Value by value, the packing took about as long as the products of a 128-token prefill.)
+template <int NR, WeightFormat FMT>
+void pack_b_quant(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  alignas(32) float rows[8][kMaxPackKc];
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t g = 0; g < NR; g += 8) {
+      for (int64_t i = 0; i < 8; ++i) {
+        const int64_t n = n0 + p * NR + g + i;
+        if (n < w.rows)
+          dequantize_segment<FMT>(w, n, k0, kc, rows[i]);
+        else
+          std::fill(rows[i], rows[i] + kc, 0.f);
+      }
+      float* d = dst + p * kc * NR + g;
+      int64_t k = 0;
+      for (; k + 8 <= kc; k += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_load_ps(rows[i] + k);
+        transpose8x8(r);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(d + (k + i) * NR, r[i]);
+      }
+      for (; k < kc; ++k)
+        for (int i = 0; i < 8; ++i) d[k * NR + i] = rows[i][k];
+    }
+}
+
+template <int NR>
+void pack_b_panels(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
+  static_assert(NR % 8 == 0);
+  if (weight_format_is_quantized(w.format)) {
+    with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_b_quant<NR, FMT>(w, n0, panels, k0, kc, dst); });
+    return;
+  }
+  with_format(w.format, [&]<WeightFormat FMT>() {
+    for (int64_t p = 0; p < panels; ++p)
+      for (int g = 0; g < NR / 8; ++g)
+        pack_rows8<FMT>(w, n0 + p * NR + g * 8, k0, kc, dst + p * kc * NR + g * 8, NR);
+  });
+}
+
 // x · (quantized row n), group by group: four 8-lane sums over 32-value steps, then 8-value steps,
 // the scalar tail of each group into one float. The same order for every row, range and thread.
 struct QuantRow256 {
@@ -598,6 +614,7 @@ void macro_kernel(Micro micro, const float* packed_a, int64_t mc, const float* p
 // The GemmKernels table of one ISA, around its MR x NR micro kernel.
 template <int MR, int NR, int KC, auto Micro, typename QuantRow = QuantRow256>
 struct KernelSet {
+  static_assert(KC <= kMaxPackKc);
   static void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
     pack_b_panels<NR>(w, n0, panels, k0, kc, dst);
   }
