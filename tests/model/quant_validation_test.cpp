@@ -91,19 +91,22 @@ TEST(QuantValidation, WrongShapeAndDtype) {
 }
 
 TEST(QuantValidation, NonFiniteScalesAndTables) {
-  for (const char* scheme : {"q8", "lut4"}) {
-    QuantFiles f(scheme, std::string("nan_") + scheme);
-    const std::string param = std::string(kModule) + (std::string(scheme) == "q8" ? ".scales" : ".lut");
-    std::vector<uint16_t> bad;
-    f.edit_tensors([&](std::vector<TensorToWrite>& v) {
-      TensorToWrite* t = test::find_tensor(v, param);
-      bad.assign(static_cast<const uint16_t*>(t->data), static_cast<const uint16_t*>(t->data) + t->nbytes / 2);
-      bad[3] = 0x7e00;  // fp16 NaN
-      t->data = bad.data();
-    });
-    expect_error([&] { open_validated(f.dir()); }, ErrorKind::BadInput,
-                 "tensor \"" + param + "\" holds a non-finite value at element 3");
-  }
+  for (const char* scheme : {"q8", "q4", "lut4"})
+    for (bool last : {false, true}) {
+      QuantFiles f(scheme, std::string("nan_") + scheme + (last ? "_last" : ""));
+      const std::string param = std::string(kModule) + (std::string(scheme) == "lut4" ? ".lut" : ".scales");
+      std::vector<uint16_t> bad;
+      size_t at = 3;
+      f.edit_tensors([&](std::vector<TensorToWrite>& v) {
+        TensorToWrite* t = test::find_tensor(v, param);
+        bad.assign(static_cast<const uint16_t*>(t->data), static_cast<const uint16_t*>(t->data) + t->nbytes / 2);
+        if (last) at = bad.size() - 1;
+        bad[at] = last ? 0x7c00 : 0x7e00;  // fp16 infinity, NaN
+        t->data = bad.data();
+      });
+      expect_error([&] { open_validated(f.dir()); }, ErrorKind::BadInput,
+                   "tensor \"" + param + "\" holds a non-finite value at element " + std::to_string(at));
+    }
 }
 
 TEST(QuantValidation, ConfigAndTensorsDisagree) {
