@@ -496,16 +496,7 @@ void pack_b_quant512(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0,
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t h = 0; h < kNr; h += 16) {
       decode_rows16<FMT>(w, n0 + p * kNr + h, k0, kc, rows);
-      float* d = dst + p * kc * kNr + h;
-      int64_t k = 0;
-      for (; k + 16 <= kc; k += 16) {
-        __m512i r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(rows[i] + k);
-        transpose16x16(r);
-        for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + (k + c) * kNr, r[c]);
-      }
-      for (; k < kc; ++k)
-        for (int i = 0; i < 16; ++i) d[k * kNr + i] = rows[i][k];
+      turn_rows16(rows, kKc, kc, dst + p * kc * kNr + h);
     }
 }
 

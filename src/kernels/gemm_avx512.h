@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/gemm_simd.h"
 
 // GCC 12 reports the intrinsics' own "undefined" pass-through operands (in _mm512_reduce_add_ps, in
@@ -103,6 +105,22 @@ inline void transpose16x16(__m512i (&r)[16]) {
     r[8 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);
     r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
   }
+}
+
+// Columns [0, count) of 16 rows of 32-bit values (row i at rows + i * ld, 64-byte aligned) into a
+// panel, dst[c * kNr + i]: 16 columns at a time by one transpose, the last ones one by one.
+inline void turn_rows16(const void* rows, int64_t ld, int64_t count, void* dst) {
+  const char* src = static_cast<const char*>(rows);
+  char* out = static_cast<char*>(dst);
+  int64_t c = 0;
+  for (; c + 16 <= count; c += 16) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(src + 4 * (i * ld + c));
+    transpose16x16(r);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_si512(out + 4 * (c + j) * kNr, r[j]);
+  }
+  for (; c < count; ++c)
+    for (int i = 0; i < 16; ++i) std::memcpy(out + 4 * (c * kNr + i), src + 4 * (i * ld + c), 4);
 }
 
 // Values [k0, k0 + kc) of 16 weight rows from `first` into rows[i][0..kc), 16 at a time as

@@ -83,16 +83,7 @@ void pack_quant_panel_bf16(const WeightRef& w, int64_t first, int64_t k0, int64_
   for (int64_t h = 0; h < kNr; h += 16) {
     decode_rows16<FMT>(w, first + h, k0, kc, rows);
     for (int i = 0; i < 16; ++i) bf16_pairs_of_row(rows[i], kc, pairs[i]);
-    uint32_t* d = dp + h;
-    int64_t s = 0;
-    for (; s + 16 <= slots; s += 16) {
-      __m512i r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(pairs[i] + s);
-      transpose16x16(r);
-      for (int c = 0; c < 16; ++c) _mm512_storeu_si512(d + (s + c) * kNr, r[c]);
-    }
-    for (; s < slots; ++s)
-      for (int i = 0; i < 16; ++i) d[s * kNr + i] = pairs[i][s];
+    turn_rows16(pairs, kKc / 2, slots, dp + h);
   }
 }
 
