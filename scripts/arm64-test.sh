@@ -2,8 +2,9 @@
 # Cross-builds for aarch64 (cmake/aarch64-linux-gnu.cmake, the sysroot cached in build-arm64/sysroot)
 # and proves the build exact under qemu user-mode on every kernel path it has (scalar and neon): the
 # kernel tests (ops table, products, paths), every golden case (ids, fp32 logits within 1e-4, 1 and 2
-# threads bitwise), tokenizer and preprocessing goldens, and `smolvlm check`. Emulation is slow, so
-# only the targets and cases of this list are built and run; timings under qemu mean nothing and the
+# threads bitwise), one HY-MT golden quantized three ways (q8, q4, lut4: the exact quantized products
+# against the dequantized model), tokenizer and preprocessing goldens, and `smolvlm check`. Emulation
+# is slow, so only the targets and cases of this list are built and run; timings under qemu mean nothing and the
 # timing tests (Ceilings.*) are left out.
 #   scripts/arm64-test.sh [BUILD_DIR]     (default build-arm64)
 # On the 2-core CI machine, from a clean clone without ccache: 252 s in all (sysroot, cold cross build
@@ -26,6 +27,7 @@ file "$build/smolvlm" | grep -q 'ARM aarch64'
 
 cases='^(Paths/|Linear|KernelPath|ScopedKernelPath|ThreadPoolKernelPath|Quant\.|Int8Rows\.|Int8Gemv\.|FastPrecision\.'
 cases+='|Ops\.|Goldens/GoldenCase\.'
+cases+='|Goldens/QuantGolden\.ExactToItsDequantizedSelfOnEveryPath/(q8|q4|lut4)_hy_a_en_zh'
 cases+='|Reference/(CorpusTest|ChatCases)\..*/(smolvlm|gpt2)( |$)'
 cases+='|Idefics3\.(ModelGoldensPixelValues|EveryKernelPathGivesTheSameTensors)|Resample\.EveryKernelPath)'
 ctest --test-dir "$build" --no-tests=error --output-on-failure -j2 -R "$cases" -E '^Ceilings'

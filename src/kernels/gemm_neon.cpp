@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/quant.h"
@@ -97,15 +98,124 @@ inline void pack_rows4(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
     for (int64_t i = 0; i < 4; ++i) dst[k * kNr + i] = i < valid ? load1<FMT>(w.data, (row0 + i) * K + k0 + k) : 0.f;
 }
 
-// Quantized weights: each row's K block dequantized exactly, then written into the panel.
+// ---- Quantized weights: the values of dequantize_row() (kernels/quant.h), group by group ----
+
+// One group's parameters as fp32, converted once for its values.
+struct QuantParams {
+  float scale = 0.f, offset = 0.f;  // Q8: scale, zero point; Q4: scale, min
+  float lut[16] = {};               // Lut4
+};
+
+QuantParams quant_params(const WeightRef& w, int64_t block) {
+  const QuantBlocks& b = w.quant;
+  QuantParams q;
+  if (w.format == WeightFormat::Lut4) {
+    for (int i = 0; i < 16; ++i) q.lut[i] = f16_to_f32(b.lut[block * 16 + i]);
+  } else {
+    q.scale = f16_to_f32(b.scales[block]);
+    q.offset = w.format == WeightFormat::Q4 ? f16_to_f32(b.mins[block]) : b.zero_points ? float(b.zero_points[block]) : 0.f;
+  }
+  return q;
+}
+
+inline uint8_t code4(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
+
+// Value k of a row, exactly as dequantize_row(): Q8 scale * (q - z) (q - z exact), Q4 scale * q + min
+// (the product exact: an fp16 scale times 4 bits), Lut4 the stored entry.
+template <WeightFormat FMT>
+inline float quant_value(const void* row, const QuantParams& q, int64_t k) {
+  if constexpr (FMT == WeightFormat::Q8) {
+    return q.scale * (float(static_cast<const int8_t*>(row)[k]) - q.offset);
+  } else if constexpr (FMT == WeightFormat::Q4) {
+    return q.scale * float(code4(static_cast<const uint8_t*>(row), k)) + q.offset;
+  } else {
+    return q.lut[code4(static_cast<const uint8_t*>(row), k)];
+  }
+}
+
+// Values [k, k + 16) of a row (k even for the 4-bit formats) into out, the values of quant_value().
+template <WeightFormat FMT>
+inline void quant_values16(const void* row, const QuantParams& q, int64_t k, float* out) {
+  if constexpr (FMT == WeightFormat::Q8) {
+    const int8x16_t c = vld1q_s8(static_cast<const int8_t*>(row) + k);
+    const int16x8_t z = vdupq_n_s16(int16_t(q.offset));
+    const int16x8_t lo = vsubq_s16(vmovl_s8(vget_low_s8(c)), z), hi = vsubq_s16(vmovl_s8(vget_high_s8(c)), z);
+    const int16x8_t h[2] = {lo, hi};
+    for (int i = 0; i < 2; ++i) {
+      vst1q_f32(out + 8 * i, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(h[i]))), q.scale));
+      vst1q_f32(out + 8 * i + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(h[i]))), q.scale));
+    }
+  } else {
+    const uint8x8_t b = vld1_u8(static_cast<const uint8_t*>(row) + k / 2);
+    const uint8x16_t c = vcombine_u8(vzip1_u8(vand_u8(b, vdup_n_u8(0x0f)), vshr_n_u8(b, 4)),
+                                     vzip2_u8(vand_u8(b, vdup_n_u8(0x0f)), vshr_n_u8(b, 4)));
+    if constexpr (FMT == WeightFormat::Q4) {
+      const uint16x8_t h[2] = {vmovl_u8(vget_low_u8(c)), vmovl_u8(vget_high_u8(c))};
+      const float32x4_t scale = vdupq_n_f32(q.scale), offset = vdupq_n_f32(q.offset);
+      for (int i = 0; i < 2; ++i) {  // one rounding of the exact product plus the min, fused or not
+        vst1q_f32(out + 8 * i, vfmaq_f32(offset, vcvtq_f32_u32(vmovl_u16(vget_low_u16(h[i]))), scale));
+        vst1q_f32(out + 8 * i + 4, vfmaq_f32(offset, vcvtq_f32_u32(vmovl_u16(vget_high_u16(h[i]))), scale));
+      }
+    } else {
+      uint8_t codes[16];
+      vst1q_u8(codes, c);
+      for (int i = 0; i < 16; ++i) out[i] = q.lut[codes[i]];
+    }
+  }
+}
+
+// Values [k0, k0 + count) of row n: each group's parameters converted once, 16 values at a time,
+// the group's tail one by one (a 4-bit group starts on an even column: quant.h refuses odd groups).
+// The reference (dequantize_row) finds the block and converts its fp16 parameters per value.
+template <WeightFormat FMT>
+void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count, float* out) {
+  const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
+  const int64_t first_block = (n / w.quant.block_rows) * groups;
+  const void* row = FMT == WeightFormat::Q8 ? static_cast<const void*>(static_cast<const int8_t*>(w.data) + n * w.cols)
+                                            : static_cast<const void*>(static_cast<const uint8_t*>(w.data) + n * w.cols / 2);
+  for (int64_t k = k0; k < k0 + count;) {
+    const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
+    const QuantParams q = quant_params(w, first_block + g);
+    for (; k + 16 <= end; k += 16) quant_values16<FMT>(row, q, k, out + k - k0);
+    for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
+  }
+}
+
+template <typename Fn>
+inline void with_quant_format(WeightFormat format, Fn&& fn) {
+  switch (format) {
+    case WeightFormat::Q8: fn.template operator()<WeightFormat::Q8>(); return;
+    case WeightFormat::Q4: fn.template operator()<WeightFormat::Q4>(); return;
+    case WeightFormat::Lut4: fn.template operator()<WeightFormat::Lut4>(); return;
+    default: break;
+  }
+  refuse_weight_format(format);
+}
+
+// Quantized weights: 4 rows' K blocks dequantized (dequantize_segment), then turned 4 x 4 at a time
+// into the panel.
+template <WeightFormat FMT>
 void pack_b_quant(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t kc, float* dst) {
-  float row[kKc];
+  float rows[4][kKc];
   for (int64_t p = 0; p < panels; ++p)
-    for (int64_t j = 0; j < kNr; ++j) {
-      const int64_t n = n0 + p * kNr + j;
-      float* d = dst + p * kc * kNr + j;
-      if (n < w.rows) dequantize_row(w, n, k0, kc, row);
-      for (int64_t k = 0; k < kc; ++k) d[k * kNr] = n < w.rows ? row[k] : 0.f;
+    for (int64_t g = 0; g < kNr; g += 4) {
+      for (int64_t i = 0; i < 4; ++i) {
+        const int64_t n = n0 + p * kNr + g + i;
+        if (n < w.rows)
+          dequantize_segment<FMT>(w, n, k0, kc, rows[i]);
+        else
+          std::memset(rows[i], 0, sizeof(float) * size_t(kc));
+      }
+      float* d = dst + p * kc * kNr + g;
+      int64_t k = 0;
+      for (; k + 4 <= kc; k += 4) {
+        float32x4_t r[4];
+        for (int i = 0; i < 4; ++i) r[i] = vld1q_f32(rows[i] + k);
+        transpose4x4(r);
+        for (int i = 0; i < 4; ++i) vst1q_f32(d + (k + i) * kNr, r[i]);
+      }
+      for (; k < kc; ++k)
+        for (int i = 0; i < 4; ++i) d[k * kNr + i] = rows[i][k];
     }
 }
 
@@ -116,7 +226,7 @@ void pack_b(const WeightRef& w, int64_t n0, int64_t panels, int64_t k0, int64_t 
         for (int64_t p = 0; p < panels; ++p)
           for (int g = 0; g < kNr / 4; ++g) pack_rows4<FMT>(w, n0 + p * kNr + g * 4, k0, kc, dst + p * kc * kNr + g * 4);
       },
-      [&] { pack_b_quant(w, n0, panels, k0, kc, dst); });
+      [&] { with_quant_format(w.format, [&]<WeightFormat FMT>() { pack_b_quant<FMT>(w, n0, panels, k0, kc, dst); }); });
 }
 
 // One 8-row tile of x as dst[k*8 + r], zero rows past `rows`.
@@ -255,7 +365,7 @@ void gemv_dense(const float* x, int64_t M, const WeightRef& w, const float* bias
   }
 }
 
-// Quantized weights: each row dequantized exactly (kernels/quant.h) in fixed chunks into fp32, then
+// Quantized weights: each row dequantized exactly (dequantize_segment) in fixed chunks into fp32, then
 // the same dot as the dense rows; the chunking depends on K only, so every row, range and thread
 // sums in the same order.
 void gemv_quant(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
@@ -267,7 +377,7 @@ void gemv_quant(const float* x, int64_t M, const WeightRef& w, const float* bias
     for (int64_t m = 0; m < M; ++m) s[m] = dot_start();
     for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
       const int64_t len = min_i64(kChunk, K - k0);
-      dequantize_row(w, n, k0, len, row);
+      with_quant_format(w.format, [&]<WeightFormat FMT>() { dequantize_segment<FMT>(w, n, k0, len, row); });
       for (int64_t m = 0; m < M; ++m) dot_accumulate<WeightFormat::F32>(s[m], x + m * K + k0, row, 0, len);
     }
     for (int64_t m = 0; m < M; ++m) {
