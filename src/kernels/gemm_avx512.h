@@ -131,9 +131,9 @@ void decode_rows16(const WeightRef& w, int64_t first, int64_t k0, int64_t kc, fl
   const int64_t G = w.quant.group_size, groups = (w.cols + G - 1) / G;
   for (int64_t i = 0; i < 16; ++i) {
     const int64_t n = first + i;
-    float* out = rows[i] - k0;
+    float* out = rows[i];
     if (n >= w.rows) {
-      std::fill(out + k0, out + k0 + kc, 0.f);
+      std::fill(out, out + kc, 0.f);
       continue;
     }
     const void* row = quant_row<FMT>(w, n);
@@ -142,8 +142,8 @@ void decode_rows16(const WeightRef& w, int64_t first, int64_t k0, int64_t kc, fl
       const int64_t g = k / G, end = std::min(k0 + kc, (g + 1) * G);
       const QuantGroup q = quant_group(w, first_block + g);
       const QuantDecoder16<FMT> decoder(q);
-      for (; k + 16 <= end; k += 16) _mm512_storeu_ps(out + k, decoder.load(row, k));
-      for (; k < end; ++k) out[k] = quant_value<FMT>(row, q, k);
+      for (; k + 16 <= end; k += 16) _mm512_storeu_ps(out + (k - k0), decoder.load(row, k));
+      for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
     }
   }
 }

@@ -176,7 +176,7 @@ void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count
   for (int64_t k = k0; k < k0 + count;) {
     const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
     const QuantParams q = quant_params(w, first_block + g);
-    for (; k + 16 <= end; k += 16) quant_values16<FMT>(row, q, k, out + k - k0);
+    for (; k + 16 <= end; k += 16) quant_values16<FMT>(row, q, k, out + (k - k0));
     for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
   }
 }

@@ -398,7 +398,7 @@ inline void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_
     const int64_t g = k / G, end = min_i64(k0 + count, (g + 1) * G);
     const QuantGroup q = quant_group(w, first_block + g);
     const QuantDecoder8<FMT> decoder(q);
-    for (; k + 8 <= end; k += 8) _mm256_storeu_ps(out + k - k0, decoder.load(row, k));
+    for (; k + 8 <= end; k += 8) _mm256_storeu_ps(out + (k - k0), decoder.load(row, k));
     for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
   }
 }
