@@ -67,6 +67,27 @@ struct GemmKernels {
 // gemm.cpp: the ISA files instantiate no standard-library code).
 [[noreturn]] void refuse_weight_format(WeightFormat format);
 
+// Pieces every kernel file shares. Internal linkage, so each ISA file compiles its own copy: an
+// out-of-line copy one file emits must never be the one the linker hands a file for another CPU.
+namespace {
+
+// Code k of a 4-bit row (kernels/quant.h: the low nibble of byte k / 2 for even k, the high for odd).
+inline uint8_t code4(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
+
+// Calls fn.template operator()<FMT>() for a quantized format.
+template <typename Fn>
+inline void with_quant_format(WeightFormat format, Fn&& fn) {
+  switch (format) {
+    case WeightFormat::Q8: fn.template operator()<WeightFormat::Q8>(); return;
+    case WeightFormat::Q4: fn.template operator()<WeightFormat::Q4>(); return;
+    case WeightFormat::Lut4: fn.template operator()<WeightFormat::Lut4>(); return;
+    default: break;
+  }
+  refuse_weight_format(format);
+}
+
+}  // namespace
+
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
 // The avx512 kernels with bf16 blocked products (Precision::Fast; needs avx512_bf16): the same

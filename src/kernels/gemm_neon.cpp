@@ -118,8 +118,6 @@ QuantParams quant_params(const WeightRef& w, int64_t block) {
   return q;
 }
 
-inline uint8_t code4(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
-
 // Value k of a row, exactly as dequantize_row(): Q8 scale * (q - z) (q - z exact), Q4 scale * q + min
 // (the product exact: an fp16 scale times 4 bits), Lut4 the stored entry.
 template <WeightFormat FMT>
@@ -179,17 +177,6 @@ void dequantize_segment(const WeightRef& w, int64_t n, int64_t k0, int64_t count
     for (; k + 16 <= end; k += 16) quant_values16<FMT>(row, q, k, out + (k - k0));
     for (; k < end; ++k) out[k - k0] = quant_value<FMT>(row, q, k);
   }
-}
-
-template <typename Fn>
-inline void with_quant_format(WeightFormat format, Fn&& fn) {
-  switch (format) {
-    case WeightFormat::Q8: fn.template operator()<WeightFormat::Q8>(); return;
-    case WeightFormat::Q4: fn.template operator()<WeightFormat::Q4>(); return;
-    case WeightFormat::Lut4: fn.template operator()<WeightFormat::Lut4>(); return;
-    default: break;
-  }
-  refuse_weight_format(format);
 }
 
 // Quantized weights: 4 rows' K blocks dequantized (dequantize_segment), then turned 4 x 4 at a time

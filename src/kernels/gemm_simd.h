@@ -123,8 +123,6 @@ inline void pack_rows8(const WeightRef& w, int64_t row0, int64_t k0, int64_t kc,
 
 // ---- Quantized weights (kernels/quant.h: the block layout and the exact dequantization) ----
 
-inline uint8_t code4(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
-
 // The parameters of one block, as fp32, and where its row's codes start.
 struct QuantGroup {
   float scale = 0.f, offset = 0.f;  // Q8: scale, -zero_point; Q4: scale, min
@@ -176,18 +174,6 @@ inline const void* quant_row(const WeightRef& w, int64_t n) {
 template <WeightFormat FMT>
 constexpr int64_t quant_row_bytes(int64_t cols) {
   return FMT == WeightFormat::Q8 ? cols : cols / 2;
-}
-
-// Calls fn.template operator()<FMT>() for a quantized format.
-template <typename Fn>
-inline void with_quant_format(WeightFormat format, Fn&& fn) {
-  switch (format) {
-    case WeightFormat::Q8: fn.template operator()<WeightFormat::Q8>(); return;
-    case WeightFormat::Q4: fn.template operator()<WeightFormat::Q4>(); return;
-    case WeightFormat::Lut4: fn.template operator()<WeightFormat::Lut4>(); return;
-    default: break;
-  }
-  refuse_weight_format(format);
 }
 
 // Requests into L2 the lines holding values [k, k + 32) of the weight row at `row`: prefetch_row

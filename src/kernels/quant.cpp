@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/gemm_kernels.h"
 
 namespace smolvlm {
 
@@ -13,8 +14,6 @@ namespace {
 int64_t block_of(const WeightRef& w, int64_t n, int64_t k) {
   return (n / w.quant.block_rows) * quant_groups_per_row(w) + k / w.quant.group_size;
 }
-
-uint8_t nibble(const uint8_t* row, int64_t k) { return (k & 1) ? row[k >> 1] >> 4 : row[k >> 1] & 0x0f; }
 
 // The largest finite fp16, so that a rounded parameter never becomes infinite.
 constexpr float kF16Max = 65504.f;
@@ -175,13 +174,14 @@ void dequantize_row(const WeightRef& w, int64_t n, int64_t k0, int64_t count, fl
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.cols / 2;
       for (int64_t k = k0; k < k0 + count; ++k) {
         const int64_t blk = block_of(w, n, k);
-        out[k - k0] = f16_to_f32(b.scales[blk]) * float(nibble(row, k)) + f16_to_f32(b.mins[blk]);
+        out[k - k0] = f16_to_f32(b.scales[blk]) * float(gemm::code4(row, k)) + f16_to_f32(b.mins[blk]);
       }
       return;
     }
     case WeightFormat::Lut4: {
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.cols / 2;
-      for (int64_t k = k0; k < k0 + count; ++k) out[k - k0] = f16_to_f32(b.lut[block_of(w, n, k) * 16 + nibble(row, k)]);
+      for (int64_t k = k0; k < k0 + count; ++k)
+        out[k - k0] = f16_to_f32(b.lut[block_of(w, n, k) * 16 + gemm::code4(row, k)]);
       return;
     }
     default: throw internal_error("dequantize_row: not a quantized format");
