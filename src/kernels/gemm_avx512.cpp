@@ -163,17 +163,20 @@ struct QuantRow512 {
   // same for any R. Decode takes one row per pass: Q8 rows are long enough that four interleaved
   // ones measured slower from memory than one sequential stream (the 4-bit rows are half as long
   // and gain from sharing x).
-  template <int R>
+  // With MX > 1 (then R = 1), the MX rows of x at x, K floats apart: each value decoded once for all
+  // of them (a batched decode step), out[m] for row m of x, summed exactly as alone.
+  template <int R, int MX = 1>
   static void dot_q8(const float* x, const WeightRef& w, int64_t n, float* out, const char* ahead = nullptr) {
+    static_assert(R == 1 || MX == 1);
     const int64_t K = w.cols, G = min_i64(w.quant.group_size, K), groups = (K + G - 1) / G;
     const int8_t* row[R];
     int64_t first_block[R];
-    __m512 acc[R][4];
+    __m512 acc[R * MX][4];
     for (int r = 0; r < R; ++r) {
       row[r] = static_cast<const int8_t*>(quant_row<WeightFormat::Q8>(w, n + r));
       first_block[r] = ((n + r) / w.quant.block_rows) * groups;
-      acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
     }
+    for (int i = 0; i < R * MX; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
       __m512 scale[R], offset[R];
       for (int r = 0; r < R; ++r) {
@@ -184,38 +187,38 @@ struct QuantRow512 {
       const int64_t end = min_i64(K, (g + 1) * G);
       for (int64_t k = g * G; k < end; k += 64) {
         if (ahead) request_step<R * 64>(ahead, k / 64);
-        const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-        const __m512 x2 = _mm512_loadu_ps(x + k + 32), x3 = _mm512_loadu_ps(x + k + 48);
         for (int r = 0; r < R; ++r) {
           auto value = [&](int64_t at) {  // exact: see q8_offset
             const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + at)));
             return _mm512_fmadd_ps(scale[r], _mm512_cvtepi32_ps(q), offset[r]);
           };
-          acc[r][0] = _mm512_fmadd_ps(x0, value(k), acc[r][0]);
-          acc[r][1] = _mm512_fmadd_ps(x1, value(k + 16), acc[r][1]);
-          acc[r][2] = _mm512_fmadd_ps(x2, value(k + 32), acc[r][2]);
-          acc[r][3] = _mm512_fmadd_ps(x3, value(k + 48), acc[r][3]);
+          const __m512 v[4] = {value(k), value(k + 16), value(k + 32), value(k + 48)};
+          for (int m = 0; m < MX; ++m)
+            for (int s = 0; s < 4; ++s)
+              acc[r + m][s] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * K + k + 16 * s), v[s], acc[r + m][s]);
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      out[r] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+    for (int i = 0; i < R * MX; ++i)
+      out[i] = _mm512_reduce_add_ps(
+          _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3])));
   }
 
   // R rows n..n+R-1 of the wide path over x reordered by prepare(): per row four 16-lane sums, one
   // per shift, in the same order whatever R, so a row's result does not depend on its neighbours.
-  template <WeightFormat FMT, int R>
+  // With MX > 1 (then R = 1), the MX rows of x at x, K floats apart, as dot_q8.
+  template <WeightFormat FMT, int R, int MX = 1>
   static void dot_wide(const float* x, const WeightRef& w, int64_t n, float* out, const char* ahead = nullptr) {
+    static_assert(R == 1 || MX == 1);
     const int64_t K = w.cols, G = min_i64(w.quant.group_size, K), groups = (K + G - 1) / G;
     const uint8_t* row[R];
     int64_t first_block[R];
-    __m512 acc[R][4];
+    __m512 acc[R * MX][4];
     for (int r = 0; r < R; ++r) {
       row[r] = static_cast<const uint8_t*>(quant_row<FMT>(w, n + r));
       first_block[r] = ((n + r) / w.quant.block_rows) * groups;
-      acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
     }
+    for (int i = 0; i < R * MX; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
       __m512 table[R];
       for (int r = 0; r < R; ++r) table[r] = nibble_table<FMT>(quant_group(w, first_block[r] + g));
@@ -227,16 +230,46 @@ struct QuantRow512 {
         for (int r = 0; r < R; ++r) {
           const __m512i c =
               _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r] + k / 2)));
-          acc[r][0] = _mm512_fmadd_ps(x0, _mm512_permutexvar_ps(c, table[r]), acc[r][0]);
-          acc[r][1] = _mm512_fmadd_ps(x1, _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4), table[r]), acc[r][1]);
-          acc[r][2] = _mm512_fmadd_ps(x2, _mm512_permutexvar_ps(_mm512_srli_epi32(c, 8), table[r]), acc[r][2]);
-          acc[r][3] = _mm512_fmadd_ps(x3, _mm512_permutexvar_ps(_mm512_srli_epi32(c, 12), table[r]), acc[r][3]);
+          const __m512 v[4] = {_mm512_permutexvar_ps(c, table[r]), _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4), table[r]),
+                               _mm512_permutexvar_ps(_mm512_srli_epi32(c, 8), table[r]),
+                               _mm512_permutexvar_ps(_mm512_srli_epi32(c, 12), table[r])};
+          acc[r][0] = _mm512_fmadd_ps(x0, v[0], acc[r][0]);
+          acc[r][1] = _mm512_fmadd_ps(x1, v[1], acc[r][1]);
+          acc[r][2] = _mm512_fmadd_ps(x2, v[2], acc[r][2]);
+          acc[r][3] = _mm512_fmadd_ps(x3, v[3], acc[r][3]);
+          for (int m = 1; m < MX; ++m)
+            for (int s = 0; s < 4; ++s)
+              acc[m][s] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * K + k + 16 * s), v[s], acc[m][s]);
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      out[r] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+    for (int i = 0; i < R * MX; ++i)
+      out[i] = _mm512_reduce_add_ps(
+          _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3])));
+  }
+
+  // The wide rows decode each value once for several rows of x (gemv_quant_range).
+  template <WeightFormat FMT>
+  static bool shares_values(const WeightRef& w) {
+    return FMT == WeightFormat::Q8 ? q8_wide(w) : nibble_wide(w);
+  }
+
+  template <WeightFormat FMT>
+  static void dot_x(const float* x, int64_t M, const WeightRef& w, int64_t n, float* out, const char* ahead = nullptr) {
+    switch (M) {
+      case 4: dot_x_rows<FMT, 4>(x, w, n, out, ahead); break;
+      case 3: dot_x_rows<FMT, 3>(x, w, n, out, ahead); break;
+      case 2: dot_x_rows<FMT, 2>(x, w, n, out, ahead); break;
+      default: dot_x_rows<FMT, 1>(x, w, n, out, ahead); break;
+    }
+  }
+
+  template <WeightFormat FMT, int MX>
+  static void dot_x_rows(const float* x, const WeightRef& w, int64_t n, float* out, const char* ahead) {
+    if constexpr (FMT == WeightFormat::Q8)
+      dot_q8<1, MX>(x, w, n, out, ahead);
+    else
+      dot_wide<FMT, 1, MX>(x, w, n, out, ahead);
   }
 
   template <WeightFormat FMT>

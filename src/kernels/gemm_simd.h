@@ -456,11 +456,38 @@ struct QuantRow256 {
   }
   template <WeightFormat FMT>
   static float dot(const float* x, const WeightRef& w, int64_t n, const char* = nullptr) {
+    float s;
+    dot_rows_of_x<FMT, 1>(x, w, n, &s);
+    return s;
+  }
+  // Row n with the M (1..4) rows of x at x, K floats apart, into out[0..M): each step's weights are
+  // decoded once for all the rows of x (a batched decode step), each row summed exactly as alone.
+  template <WeightFormat FMT>
+  static void dot_x(const float* x, int64_t M, const WeightRef& w, int64_t n, float* out, const char* = nullptr) {
+    switch (M) {
+      case 4: dot_rows_of_x<FMT, 4>(x, w, n, out); break;
+      case 3: dot_rows_of_x<FMT, 3>(x, w, n, out); break;
+      case 2: dot_rows_of_x<FMT, 2>(x, w, n, out); break;
+      default: dot_rows_of_x<FMT, 1>(x, w, n, out); break;
+    }
+  }
+  template <WeightFormat FMT>
+  static bool shares_values(const WeightRef&) {
+    return true;
+  }
+
+ private:
+  template <WeightFormat FMT, int MX>
+  static void dot_rows_of_x(const float* x, const WeightRef& w, int64_t n, float* out) {
     const int64_t K = w.cols, G = w.quant.group_size, groups = (K + G - 1) / G;
     const int64_t first_block = (n / w.quant.block_rows) * groups;
     const void* row = quant_row<FMT>(w, n);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    float tail = 0.f;
+    __m256 a[MX][4];
+    float tail[MX];
+    for (int m = 0; m < MX; ++m) {
+      a[m][0] = a[m][1] = a[m][2] = a[m][3] = _mm256_setzero_ps();
+      tail[m] = 0.f;
+    }
     for (int64_t g = 0; g < groups; ++g) {
       const QuantGroup q = quant_group(w, first_block + g);
       const QuantDecoder8<FMT> dec(q);
@@ -469,15 +496,25 @@ struct QuantRow256 {
       for (; k + 32 <= end; k += 32) {
         __m256 v[4];
         dec.load32(row, k, v);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), v[0], a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), v[1], a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), v[2], a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), v[3], a3);
+        for (int m = 0; m < MX; ++m) {
+          const float* xm = x + m * K;
+          a[m][0] = _mm256_fmadd_ps(_mm256_loadu_ps(xm + k), v[0], a[m][0]);
+          a[m][1] = _mm256_fmadd_ps(_mm256_loadu_ps(xm + k + 8), v[1], a[m][1]);
+          a[m][2] = _mm256_fmadd_ps(_mm256_loadu_ps(xm + k + 16), v[2], a[m][2]);
+          a[m][3] = _mm256_fmadd_ps(_mm256_loadu_ps(xm + k + 24), v[3], a[m][3]);
+        }
       }
-      for (; k + 8 <= end; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), dec.load(row, k), a0);
-      for (; k < end; ++k) tail += x[k] * quant_value<FMT>(row, q, k);
+      for (; k + 8 <= end; k += 8) {
+        const __m256 v = dec.load(row, k);
+        for (int m = 0; m < MX; ++m) a[m][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * K + k), v, a[m][0]);
+      }
+      for (; k < end; ++k) {
+        const float v = quant_value<FMT>(row, q, k);
+        for (int m = 0; m < MX; ++m) tail[m] += x[m * K + k] * v;
+      }
     }
-    return vec::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
+    for (int m = 0; m < MX; ++m)
+      out[m] = vec::hsum8(_mm256_add_ps(_mm256_add_ps(a[m][0], a[m][1]), _mm256_add_ps(a[m][2], a[m][3]))) + tail[m];
   }
 };
 
@@ -502,6 +539,18 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
   const float* xr = Row::template prepare<FMT>(x, M, w, scratch);
   if (xr == x) xr = aligned_input(x, M * K);
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch(n);
+  // Several rows of x (a batched decode step): where the row product can, one weight row a pass,
+  // its values decoded once for all of them, each row of x summed exactly as alone.
+  if (M > 1 && Row::template shares_values<FMT>(w)) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const char* pf = spread && n + 1 + ahead <= n1 ? static_cast<const char*>(quant_row<FMT>(w, n + ahead)) : nullptr;
+      if (!pf && n + ahead < n1) prefetch(n + ahead);
+      float s[kGemvMaxM] = {};
+      Row::template dot_x<FMT>(xr, M, w, n, s, pf);
+      for (int64_t m = 0; m < M; ++m) y[m * N + n] = bias ? s[m] + bias[n] : s[m];
+    }
+    return;
+  }
   // Where the row product can, it takes four rows per pass (sharing the loads of x); each row gets
   // exactly the arithmetic it gets alone, so where the range starts never changes a result.
   const bool four = Row::template takes_four_rows<FMT>(w);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -117,6 +118,38 @@ TEST(Quant, BlockedProductsGiveTheBitsOfTheDequantizedMatrix) {
           EXPECT_EQ(got, want);
         }
     }
+}
+
+// A batched decode step decodes each quantized weight value once for all its rows of x: every row
+// must still get exactly the bits it gets alone (a sequence's logits never depend on its batch), on
+// every path, for the wide rows (K a multiple of 64) and the rest, with x not 64-byte aligned.
+TEST(Quant, StreamingRowsGiveEachRowTheBitsItGetsAlone) {
+  std::mt19937 rng(23);
+  for (KernelPath path : supported_kernel_paths()) {
+    const ScopedKernelPath scope(path);
+    const int64_t max_m = std::min<int64_t>(linear_row_exact_max(), 9);
+    ThreadPool pool(2, path);
+    SCOPED_TRACE(kernel_path_name(path));
+    for (int64_t K : {40, 64, 172, 576})
+      for (const QuantCase& c : kQuantCases) {
+        const QuantShape s{max_m, 37, K};
+        SCOPED_TRACE(case_name(c, s));
+        const std::vector<float> w = uniform_values(size_t(s.N * K), rng, -0.1f, 0.1f);
+        const std::vector<float> x = uniform_values(size_t(max_m * K + 1), rng);
+        const std::vector<float> bias = uniform_values(size_t(s.N), rng);
+        const QuantizedMatrix q = quantize_matrix(w.data(), s.N, K, c.format, c.group ? c.group : K, c.block_rows);
+        for (int64_t M = 2; M <= max_m; ++M) {
+          std::vector<float> y(size_t(M * s.N));
+          linear(x.data() + 1, M, q.ref(), bias.data(), y.data(), pool);
+          for (int64_t m = 0; m < M; ++m) {
+            std::vector<float> alone(size_t(s.N));
+            linear(x.data() + 1 + m * K, 1, q.ref(), bias.data(), alone.data(), pool);
+            EXPECT_EQ(0, std::memcmp(alone.data(), &y[size_t(m * s.N)], size_t(s.N) * sizeof(float)))
+                << "M " << M << " row " << m;
+          }
+        }
+      }
+  }
 }
 
 TEST(Quant, ErrorIsBoundedByTheBlockStep) {
