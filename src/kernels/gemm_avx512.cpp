@@ -472,25 +472,33 @@ inline void gemv_block512(const float* x, int64_t R, const WeightRef& w, const f
     for (int j = 0; j < NR; ++j) y[r * w.rows + n + j] = bias ? s[r * NR + j] + bias[n + j] : s[r * NR + j];
 }
 
-// gemv_range for several rows of x: two weight rows per pass with up to four rows of x (more rows of
-// x in further passes over the same weight rows, from L1).
+// gemv_range for several rows of x, up to four rows of x at a time (more rows of x in further passes
+// over the same weight rows, from L1). Up to four rows of x of up to 8192 values in all (32 KB) take
+// one weight row a pass, so the rows stream in one after the other: two side by side, which shares
+// the loads of x, read memory slower (a 4-row 256M step 12.1-14.2 against 9.3-11.2 ms, 2 rows
+// 9.8-11.4 against 6.0-8.9: BM_BatchedStep, 2 threads, alternated; a plain read of 4 KB rows two at
+// a time ran 25% below one stream). With more rows of x, or x past L1, the loads of x count more and
+// two weight rows a pass stay as fast or faster (8 rows 14.9-17.7 against 17.5-23.1 ms; HY-MT's
+// linears with 4 rows, K 2048 and 6144, best step 108-134 against 124-131 ms).
 template <WeightFormat FMT>
 void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows;
   x = aligned_input(x, M * K);
   const int64_t ahead = std::max<int64_t>(2, (9216 + K * weight_bytes<FMT>() - 1) / (K * weight_bytes<FMT>()));
   for (int64_t n = n0; n < std::min(n1, n0 + ahead); ++n) prefetch_row<FMT>(w, n);
-  // The requests for the pair `ahead` rows on go out a line per weight row at each 32-value step of
-  // the pair's product (dot_block512), not as one burst of whole rows before it: with the burst the
+  // The requests for the rows `ahead` on go out a line per weight row at each 32-value step of the
+  // pass's product (dot_block512), not as one burst of whole rows before it: with the burst the
   // profile of a 4-row step had a fifth of its time on the requests, the core waiting for free
   // miss buffers instead of computing. A 4-row 256M step (BM_BatchedStep/4, 2 threads, alternated
-  // runs on the AVX-512 machine) went from 16.1-18.8 to 14.0-14.7 ms. Rows whose K is not a whole
-  // number of steps keep the burst (their tail lines would not be requested).
+  // runs on the AVX-512 machine) went from 16.1-18.8 to 14.0-14.7 ms; without any requests it took
+  // twice as long. Rows whose K is not a whole number of steps keep the burst (their tail lines
+  // would not be requested).
   const bool spread_rows = K % 32 == 0;
+  const int64_t pair = M > 4 || M * K > 8192 ? 2 : 1;
   const char* base = static_cast<const char*>(w.data);
   for (int64_t n = n0; n < n1;) {
-    const int64_t rows = n + 2 <= n1 ? 2 : 1;
-    const bool spread = spread_rows && rows == 2 && n + 1 + ahead < n1;
+    const int64_t rows = n + pair <= n1 ? pair : 1;
+    const bool spread = spread_rows && n + rows - 1 + ahead < n1;
     if (!spread)
       for (int64_t i = 0; i < rows; ++i)
         if (n + i + ahead < n1) prefetch_row<FMT>(w, n + i + ahead);
@@ -498,7 +506,7 @@ void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bi
       const int64_t R = std::min<int64_t>(4, M - m);
       const char* pf = spread && m == 0 ? base + (n + ahead) * K * weight_bytes<FMT>() : nullptr;
       if (rows == 2) gemv_block512<FMT, 2>(x + m * K, R, w, bias, y + m * N, n, pf);
-      else gemv_block512<FMT, 1>(x + m * K, R, w, bias, y + m * N, n, nullptr);
+      else gemv_block512<FMT, 1>(x + m * K, R, w, bias, y + m * N, n, pf);
     }
     n += rows;
   }
