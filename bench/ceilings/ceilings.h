@@ -26,8 +26,9 @@ double measure_bf16_dot_peak_gflops(ThreadPool& pool, double seconds = 0.3);
 double measure_triad_gbs(ThreadPool& pool, size_t bytes_per_array = size_t(64) << 20, double seconds = 0.5);
 
 // Streaming read of one `bytes` buffer, each pool thread reading its contiguous share once per pass:
-// the access pattern of a decode step, which reads every weight once. GB/s of the best pass within
-// about `seconds`. The buffer should be much larger than the last-level cache.
+// the access pattern of a decode step, which reads every weight once. The share is read as one
+// sequential stream and as four side by side, passes alternated; GB/s of the best pass of either
+// within about `seconds`. The buffer should be much larger than the last-level cache.
 double measure_read_gbs(ThreadPool& pool, size_t bytes = size_t(256) << 20, double seconds = 0.5);
 
 namespace ceilings_detail {
