@@ -475,7 +475,7 @@ inline void gemv_block512(const float* x, int64_t R, const WeightRef& w, const f
 // gemv_range for several rows of x, up to four rows of x at a time (more rows of x in further passes
 // over the same weight rows, from L1). Up to four rows of x of up to 8192 values in all (32 KB) take
 // one weight row a pass, so the rows stream in one after the other: two side by side, which shares
-// the loads of x, read memory slower (a 4-row 256M step 12.1-14.2 against 9.3-11.2 ms, 2 rows
+// the loads of x, read memory slower (a 4-row 256M step 12.1-13.5 against 8.8-10.3 ms, 2 rows
 // 9.8-11.4 against 6.0-8.9: BM_BatchedStep, 2 threads, alternated; a plain read of 4 KB rows two at
 // a time ran 25% below one stream). With more rows of x, or x past L1, the loads of x count more and
 // two weight rows a pass stay as fast or faster (8 rows 14.9-17.7 against 17.5-23.1 ms; HY-MT's
