@@ -100,7 +100,10 @@ inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* 
 // 9 KB on, a line each 64-byte step where rows are whole lines (ahead() says where), else the whole
 // row before its pass (SmolVLM-256M's q4: 288-byte rows); the first rows in one burst when built.
 // One stream per thread is limited by the lines the hardware keeps in flight (bench/RESULTS.md: the
-// avx512 q8 token 56 -> 49 ms, the avx2 path's HY-MT decode 1.3-1.9x with the requests).
+// avx512 q8 token 56 -> 49 ms, the avx2 path's HY-MT decode 1.3-1.9x with the requests). Q4's fp16
+// scales and mins, two more arrays, are requested for the range's first rows when built (up to 16 KB
+// of each; all of a SmolVLM-256M range): each call's first rows had waited on them, a fifth of the
+// 256M q4 products' samples on those two loads.
 class RowRequests {
  public:
   RowRequests(const WeightRef& w, int64_t n0, int64_t n1)
@@ -109,6 +112,12 @@ class RowRequests {
         ahead_rows_((kBytesAhead + row_bytes_ - 1) / row_bytes_),
         n1_(n1) {
     for (int64_t n = n0; n < n1 && n < n0 + ahead_rows_; ++n) request_row(n);
+    if (w.format == WeightFormat::Q4 && w.quant.block_rows == 1 && n0 < n1) {
+      const int64_t first = n0 * groups_per_row(w), count = (n1 - n0) * groups_per_row(w);
+      const int64_t bytes = count * 2 < kParameterBytes ? count * 2 : kParameterBytes;
+      request_bytes(w.quant.scales + first, bytes);
+      request_bytes(w.quant.mins + first, bytes);
+    }
   }
   // For a pass over rows [n, n + rows): the row whose lines the pass requests a step at a time, or
   // null (none left to request, or rows that are not whole lines, requested whole here instead).
@@ -120,9 +129,14 @@ class RowRequests {
   }
 
  private:
-  static constexpr int64_t kBytesAhead = 9216;
+  static constexpr int64_t kBytesAhead = 9216, kParameterBytes = 16384;
   void request_row(int64_t n) const {
     for (int64_t b = n * row_bytes_; b < (n + 1) * row_bytes_; b += 64) __builtin_prefetch(base_ + b, 0, 3);
+  }
+  // The lines of [p, p + bytes), the last partial one included.
+  static void request_bytes(const void* p, int64_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(c + b, 0, 3);
   }
   const char* base_;
   int64_t row_bytes_, ahead_rows_, n1_;
