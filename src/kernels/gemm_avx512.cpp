@@ -512,6 +512,57 @@ void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bi
   }
 }
 
+// dot_row512 of S weight rows at rows[0..S) with one row of x, side by side (each weight row in its own
+// two accumulators, exactly dot_row512's operations).
+template <WeightFormat FMT, int S>
+[[gnu::always_inline]] inline void dot_far512(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
+  const int64_t K = w.cols;
+  __m512 a[S][2];
+#pragma GCC unroll 8
+  for (int j = 0; j < S; ++j) a[j][0] = a[j][1] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+#pragma GCC unroll 8
+    for (int j = 0; j < S; ++j) {
+      a[j][0] = _mm512_fmadd_ps(x0, load16<FMT>(w.data, rows[j] * K + k), a[j][0]);
+      a[j][1] = _mm512_fmadd_ps(x1, load16<FMT>(w.data, rows[j] * K + k + 16), a[j][1]);
+    }
+  }
+  const bool half = k + 16 <= K;
+#pragma GCC unroll 8
+  for (int j = 0; j < S; ++j) {
+    if (half) a[j][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w.data, rows[j] * K + k), a[j][0]);
+    float s = sum16(_mm512_add_ps(a[j][0], a[j][1]));
+    for (int64_t i = half ? k + 16 : k; i < K; ++i) s += x[i] * load1<FMT>(w.data, rows[j] * K + i);
+    out[j] = s;
+  }
+}
+
+// One row of x over [n0, n1) read as S streams side by side: the range in S parts, a pass taking the
+// next row of each part (the rows left over by the split one by one at the end). On the CPUs whose
+// own prefetchers beat software requests here (CpuFeatures::dense_row_requests: AMD family 0x1A),
+// four streams read faster than one: a plain read of memory 58-63 against 55 GB/s a pass, HY-MT's
+// BF16 linears (decode_gemv_bench bf16 2 15 --shape=hymt, 2 threads, 5 alternated rounds) best step
+// 64-94 against 79-97 ms, median 68-111 against 83-105, the whole model's decode 9.4-12.2 against
+// 7.6-8.3 tok/s (3 rounds; llama.cpp bf16 10.3-10.8 beside them). Each row gets dot_row512's bits.
+template <WeightFormat FMT, int S>
+void gemv_far512(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  x = aligned_input(x, w.cols);
+  const int64_t part = (n1 - n0) / S;
+  for (int64_t i = 0; i < part; ++i) {
+    int64_t rows[S];
+    float s[S];
+    for (int j = 0; j < S; ++j) rows[j] = n0 + j * part + i;
+    dot_far512<FMT, S>(x, w, rows, s);
+    for (int j = 0; j < S; ++j) y[rows[j]] = bias ? s[j] + bias[rows[j]] : s[j];
+  }
+  for (int64_t n = n0 + S * part; n < n1; ++n) {
+    const float s = dot_row512<FMT>(x, w.data, n * w.cols, w.cols);
+    y[n] = bias ? s + bias[n] : s;
+  }
+}
+
 void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   if (weight_format_is_quantized(w.format)) {
     // The quantized row products take up to kGemvMaxM rows of x; more go in groups of that many
@@ -521,7 +572,9 @@ void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, f
     return;
   }
   with_format(w.format, [&]<WeightFormat FMT>() {
-    if (M == 1)
+    if (M == 1 && !cpu_features().dense_row_requests())
+      gemv_far512<FMT, 4>(x, w, bias, y, n0, n1);
+    else if (M == 1)
       gemv_range<FMT, dot_row512<FMT>>(x, M, w, bias, y, n0, n1);
     else
       gemv_rows512<FMT>(x, M, w, bias, y, n0, n1);
