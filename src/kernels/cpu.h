@@ -34,9 +34,12 @@ struct CpuFeatures {
   // Whether the one-row dense decode products request the weight rows ahead in software (gemv_range).
   // Off on Zen 5: there a 2-thread HY-MT1.5-1.8B BF16 token's linears took 86-104 ms median without
   // the requests against 111-124 ms with them, and the 256M token's 5.6-7.2 against 8.5-9.7 ms
-  // (bench/RESULTS.md); on the machines before, they measured 7-10% faster with. Where they are off,
-  // the avx512 one-row product reads its rows as four streams side by side (gemv_far512).
+  // (bench/RESULTS.md); on the machines before, they measured 7-10% faster with.
   bool dense_row_requests() const { return !(amd && family >= 0x1A); }
+  // Whether the avx512 one-row decode products read each thread's rows as four streams side by side
+  // (gemv_far512, and the 4-bit rows of gemv_quant_range) instead of one: where the prefetchers run
+  // alone, on Zen 5, measured faster (bench/RESULTS.md); elsewhere not measured.
+  bool decode_row_streams() const { return !dense_row_requests(); }
 };
 const CpuFeatures& cpu_features();
 

@@ -209,14 +209,23 @@ struct QuantRow512 {
   // With MX > 1 (then R = 1), the MX rows of x at x, K floats apart, as dot_q8.
   template <WeightFormat FMT, int R, int MX = 1>
   static void dot_wide(const float* x, const WeightRef& w, int64_t n, float* out, const char* ahead = nullptr) {
+    int64_t rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = n + r;
+    dot_wide_at<FMT, R, MX>(x, w, rows, out, ahead);
+  }
+
+  // dot_wide of the weight rows rows[0..R), wherever they are (ahead: only for rows side by side).
+  template <WeightFormat FMT, int R, int MX = 1>
+  static void dot_wide_at(const float* x, const WeightRef& w, const int64_t* rows, float* out,
+                          const char* ahead = nullptr) {
     static_assert(R == 1 || MX == 1);
     const int64_t K = w.cols, G = min_i64(w.quant.group_size, K), groups = (K + G - 1) / G;
     const uint8_t* row[R];
     int64_t first_block[R];
     __m512 acc[R * MX][4];
     for (int r = 0; r < R; ++r) {
-      row[r] = static_cast<const uint8_t*>(quant_row<FMT>(w, n + r));
-      first_block[r] = ((n + r) / w.quant.block_rows) * groups;
+      row[r] = static_cast<const uint8_t*>(quant_row<FMT>(w, rows[r]));
+      first_block[r] = (rows[r] / w.quant.block_rows) * groups;
     }
     for (int i = 0; i < R * MX; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
@@ -270,6 +279,12 @@ struct QuantRow512 {
       dot_q8<1, MX>(x, w, n, out, ahead);
     else
       dot_wide<FMT, 1, MX>(x, w, n, out, ahead);
+  }
+
+  // Four weight rows anywhere (streams side by side), for the rows that take four a pass.
+  template <WeightFormat FMT>
+  static void dot4_at(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
+    if constexpr (FMT != WeightFormat::Q8) dot_wide_at<FMT, 4>(x, w, rows, out);
   }
 
   template <WeightFormat FMT>
@@ -541,7 +556,7 @@ template <WeightFormat FMT, int S>
 
 // One row of x over [n0, n1) read as S streams side by side: the range in S parts, a pass taking the
 // next row of each part (the rows left over by the split one by one at the end). On the CPUs whose
-// own prefetchers beat software requests here (CpuFeatures::dense_row_requests: AMD family 0x1A),
+// own prefetchers beat software requests here (CpuFeatures::decode_row_streams: AMD family 0x1A),
 // four streams read faster than one: a plain read of memory 58-63 against 55 GB/s a pass, HY-MT's
 // BF16 linears (decode_gemv_bench bf16 2 15 --shape=hymt, 2 threads, 5 alternated rounds) best step
 // 64-94 against 79-97 ms, median 68-111 against 83-105, the whole model's decode 9.4-12.2 against
@@ -572,7 +587,7 @@ void gemv512(const float* x, int64_t M, const WeightRef& w, const float* bias, f
     return;
   }
   with_format(w.format, [&]<WeightFormat FMT>() {
-    if (M == 1 && !cpu_features().dense_row_requests())
+    if (M == 1 && cpu_features().decode_row_streams())
       gemv_far512<FMT, 4>(x, w, bias, y, n0, n1);
     else if (M == 1)
       gemv_range<FMT, dot_row512<FMT>>(x, M, w, bias, y, n0, n1);

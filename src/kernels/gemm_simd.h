@@ -455,6 +455,10 @@ struct QuantRow256 {
     for (int i = 0; i < 4; ++i) out[i] = dot<FMT>(x, w, n + i);
   }
   template <WeightFormat FMT>
+  static void dot4_at(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
+    for (int i = 0; i < 4; ++i) out[i] = dot<FMT>(x, w, rows[i]);
+  }
+  template <WeightFormat FMT>
   static float dot(const float* x, const WeightRef& w, int64_t n, const char* = nullptr) {
     float s;
     dot_rows_of_x<FMT, 1>(x, w, n, &s);
@@ -554,6 +558,24 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
   // Where the row product can, it takes four rows per pass (sharing the loads of x); each row gets
   // exactly the arithmetic it gets alone, so where the range starts never changes a result.
   const bool four = Row::template takes_four_rows<FMT>(w);
+  // One row of x where the CPU reads several streams best (CpuFeatures::decode_row_streams): each
+  // pass takes the next row of each quarter of the range, four streams side by side instead of four
+  // rows side by side (HY-MT's lut4 linears, 5 alternated rounds, median step 29.6-35.9 -> 22.9-29.9
+  // ms; bench/RESULTS.md).
+  if (four && M == 1 && cpu_features().decode_row_streams()) {
+    const int64_t part = (n1 - n0) / 4;
+    for (int64_t i = 0; i < part; ++i) {
+      const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
+      float s[4];
+      Row::template dot4_at<FMT>(xr, w, rows, s);
+      for (int j = 0; j < 4; ++j) y[rows[j]] = bias ? s[j] + bias[rows[j]] : s[j];
+    }
+    for (int64_t n = n0 + 4 * part; n < n1; ++n) {
+      const float s = Row::template dot<FMT>(xr, w, n);
+      y[n] = bias ? s + bias[n] : s;
+    }
+    return;
+  }
   for (int64_t n = n0; n < n1;) {
     const int64_t rows = four && n + 4 <= n1 ? 4 : 1;
     const char* pf = spread && n + rows + ahead <= n1 ? static_cast<const char*>(quant_row<FMT>(w, n + ahead)) : nullptr;
