@@ -198,9 +198,9 @@ double measure_read_gbs(ThreadPool& pool, size_t bytes, double seconds) {
     for (size_t i = b0; i < e0; ++i) p[i] = i;
   });
   // Two read kernels, their passes alternated, the best pass of either: each thread's share as one
-  // sequential stream, and as four streams side by side. On the 2-vCPU Zen 5 VM four streams read
-  // 58-63 GB/s (median pass) where one read 55; the ceiling is what the machine can read, not what
-  // one access pattern gets.
+  // sequential stream, and as four streams side by side. On the 2-vCPU Zen 5 VM a probe with 64-byte
+  // loads read 58-63 GB/s (median pass) with four streams where one read 55; the ceiling is what the
+  // machine can read, not what one access pattern gets.
   const uint64_t want = uint64_t(n) * uint64_t(n - 1) / 2;
   double best = 0;
   for (int streams : {1, 4, 1, 4}) {

@@ -407,14 +407,15 @@ float dot_row512(const float* x, const void* w, int64_t offset, int64_t K) {
   return s;
 }
 
-// dot_row512 of weight rows n..n+NR-1 with R rows of x (K floats apart) into out[r * NR + j]: each
-// weight vector is converted once for all R rows and each x vector loaded once for all NR weight
-// rows, so a batched decode step costs little more arithmetic than one row. Every (row of x, weight
-// row) gets exactly dot_row512's operations. With `ahead` (weight row n + distance), each 32-value
-// step also requests the same 64 bytes of the NR rows there into L2 (gemv_rows512).
+// dot_row512 of the weight rows rows[0..NR) (side by side, or far apart: gemv_far512) with R rows of x
+// (K floats apart) into out[r * NR + j]: each weight vector is converted once for all R rows and each
+// x vector loaded once for all NR weight rows, so a batched decode step costs little more arithmetic
+// than one row. Every (row of x, weight row) gets exactly dot_row512's operations. With `ahead` (for
+// rows side by side: the first of NR rows a distance on), each 32-value step also requests the same
+// 64 bytes of the NR rows there into L2 (gemv_rows512).
 template <WeightFormat FMT, int NR, int R>
-[[gnu::always_inline]] inline void dot_block512(const float* x, const WeightRef& w, int64_t n, float* out,
-                                                const char* ahead = nullptr) {
+[[gnu::always_inline]] inline void dot_block512(const float* x, const WeightRef& w, const int64_t* rows,
+                                                float* out, const char* ahead = nullptr) {
   const int64_t K = w.cols;
   __m512 a[NR][R][2];
 #pragma GCC unroll 8
@@ -429,8 +430,8 @@ template <WeightFormat FMT, int NR, int R>
       for (int j = 0; j < NR; ++j) prefetch_step<FMT>(ahead + j * K * weight_bytes<FMT>(), k);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      w0[j] = load16<FMT>(w.data, (n + j) * K + k);
-      w1[j] = load16<FMT>(w.data, (n + j) * K + k + 16);
+      w0[j] = load16<FMT>(w.data, rows[j] * K + k);
+      w1[j] = load16<FMT>(w.data, rows[j] * K + k + 16);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -451,7 +452,7 @@ template <WeightFormat FMT, int NR, int R>
   if (half) {
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512 w0 = load16<FMT>(w.data, (n + j) * K + k);
+      const __m512 w0 = load16<FMT>(w.data, rows[j] * K + k);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) a[j][r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * K + k), w0, a[j][r][0]);
     }
@@ -466,7 +467,7 @@ template <WeightFormat FMT, int NR, int R>
     sum4(t[0], t[1], t[2], t[3], sums);
     for (int r = 0; r < R; ++r) {
       float s = sums[r];
-      for (int64_t i = k; i < K; ++i) s += x[r * K + i] * load1<FMT>(w.data, (n + j) * K + i);
+      for (int64_t i = k; i < K; ++i) s += x[r * K + i] * load1<FMT>(w.data, rows[j] * K + i);
       out[r * NR + j] = s;
     }
   }
@@ -477,11 +478,13 @@ template <WeightFormat FMT, int NR>
 inline void gemv_block512(const float* x, int64_t R, const WeightRef& w, const float* bias, float* y, int64_t n,
                           const char* ahead) {
   float s[4 * NR];
+  int64_t rows[NR];
+  for (int j = 0; j < NR; ++j) rows[j] = n + j;
   switch (R) {
-    case 4: dot_block512<FMT, NR, 4>(x, w, n, s, ahead); break;
-    case 3: dot_block512<FMT, NR, 3>(x, w, n, s, ahead); break;
-    case 2: dot_block512<FMT, NR, 2>(x, w, n, s, ahead); break;
-    default: dot_block512<FMT, NR, 1>(x, w, n, s, ahead); break;
+    case 4: dot_block512<FMT, NR, 4>(x, w, rows, s, ahead); break;
+    case 3: dot_block512<FMT, NR, 3>(x, w, rows, s, ahead); break;
+    case 2: dot_block512<FMT, NR, 2>(x, w, rows, s, ahead); break;
+    default: dot_block512<FMT, NR, 1>(x, w, rows, s, ahead); break;
   }
   for (int64_t r = 0; r < R; ++r)
     for (int j = 0; j < NR; ++j) y[r * w.rows + n + j] = bias ? s[r * NR + j] + bias[n + j] : s[r * NR + j];
@@ -527,40 +530,14 @@ void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bi
   }
 }
 
-// dot_row512 of S weight rows at rows[0..S) with one row of x, side by side (each weight row in its own
-// two accumulators, exactly dot_row512's operations).
-template <WeightFormat FMT, int S>
-[[gnu::always_inline]] inline void dot_far512(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
-  const int64_t K = w.cols;
-  __m512 a[S][2];
-#pragma GCC unroll 8
-  for (int j = 0; j < S; ++j) a[j][0] = a[j][1] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-#pragma GCC unroll 8
-    for (int j = 0; j < S; ++j) {
-      a[j][0] = _mm512_fmadd_ps(x0, load16<FMT>(w.data, rows[j] * K + k), a[j][0]);
-      a[j][1] = _mm512_fmadd_ps(x1, load16<FMT>(w.data, rows[j] * K + k + 16), a[j][1]);
-    }
-  }
-  const bool half = k + 16 <= K;
-#pragma GCC unroll 8
-  for (int j = 0; j < S; ++j) {
-    if (half) a[j][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), load16<FMT>(w.data, rows[j] * K + k), a[j][0]);
-    float s = sum16(_mm512_add_ps(a[j][0], a[j][1]));
-    for (int64_t i = half ? k + 16 : k; i < K; ++i) s += x[i] * load1<FMT>(w.data, rows[j] * K + i);
-    out[j] = s;
-  }
-}
-
 // One row of x over [n0, n1) read as S streams side by side: the range in S parts, a pass taking the
 // next row of each part (the rows left over by the split one by one at the end). On the CPUs whose
 // own prefetchers beat software requests here (CpuFeatures::decode_row_streams: AMD family 0x1A),
 // four streams read faster than one: a plain read of memory 58-63 against 55 GB/s a pass, HY-MT's
 // BF16 linears (decode_gemv_bench bf16 2 15 --shape=hymt, 2 threads, 5 alternated rounds) best step
 // 64-94 against 79-97 ms, median 68-111 against 83-105, the whole model's decode 9.4-12.2 against
-// 7.6-8.3 tok/s (3 rounds; llama.cpp bf16 10.3-10.8 beside them). Each row gets dot_row512's bits.
+// 7.6-8.3 tok/s (3 rounds; llama.cpp bf16 10.3-10.8 beside them). Each row gets dot_row512's bits
+// (dot_block512).
 template <WeightFormat FMT, int S>
 void gemv_far512(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   x = aligned_input(x, w.cols);
@@ -569,7 +546,7 @@ void gemv_far512(const float* x, const WeightRef& w, const float* bias, float* y
     int64_t rows[S];
     float s[S];
     for (int j = 0; j < S; ++j) rows[j] = n0 + j * part + i;
-    dot_far512<FMT, S>(x, w, rows, s);
+    dot_block512<FMT, S, 1>(x, w, rows, s);
     for (int j = 0; j < S; ++j) y[rows[j]] = bias ? s[j] + bias[rows[j]] : s[j];
   }
   for (int64_t n = n0 + S * part; n < n1; ++n) {
