@@ -7,7 +7,7 @@
 // ":fast" runs the pool under Precision::Fast (avx512 with avx512_bf16): q8 and q4 then take the
 // integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s), and
-// --int8-kernels (q8, q4) times each integer product this CPU has alone on that weight, one thread, x
+// --int8-kernels (q8, q4, lut4) times each integer product this CPU has alone on that weight, one thread, x
 // rounded before timing. N rows of x per product (default 1: a batched decode step of N sequences).
 // --read-each and --read-once only read the same weights (their bytes summed, the GEMV's split of rows
 // over the threads): one pool call per weight as the products make, or one for the whole token. They
@@ -96,8 +96,8 @@ int in_cache(WeightFormat f, ThreadPool& pool, int reps, int64_t M, int64_t N, i
 // The integer products this CPU has (gemm::int8_products), each alone on this thread: x rounded
 // once before timing, the weight in cache; µs per product and Gweights/s.
 int int8_kernels_alone(WeightFormat f, int reps, int64_t M, int64_t N, int64_t K) {
-  if (f != WeightFormat::Q8 && f != WeightFormat::Q4) {
-    std::fprintf(stderr, "--int8-kernels takes q8 or q4\n");
+  if (f != WeightFormat::Q8 && f != WeightFormat::Q4 && f != WeightFormat::Lut4) {
+    std::fprintf(stderr, "--int8-kernels takes q8, q4 or lut4\n");
     return 2;
   }
   std::mt19937 rng(1);

@@ -108,6 +108,27 @@ float reference_q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t
   return hsum16(acc);
 }
 
+float reference_lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
+  const int64_t K = w.cols;
+  int8_t t[16];
+  const float scale = int8_detail::lut4_codebook(w.quant.lut + 16 * int8_detail::first_block(w, n), t);
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * (K / 2);
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  float acc[kLanes] = {};
+  for (int64_t c = 0; c < x.k_pad / 128; ++c)
+    for (int l = 0; l < kLanes; ++l) {
+      int32_t isum = 0;
+      for (int b = 0; b < 4; ++b) {
+        const int64_t i = 64 * c + 4 * l + b;  // byte of the row: codes 2i (low nibble) and 2i + 1
+        const uint8_t byte = i < K / 2 ? row[i] : 0;
+        isum += int32_t(t[byte & 15]) * xq[128 * c + 4 * l + b] + int32_t(t[byte >> 4]) * xq[128 * c + 64 + 4 * l + b];
+      }
+      acc[l] = std::fma(static_cast<float>(isum), d[16 * c + l], acc[l]);
+    }
+  return hsum16(acc) * scale;
+}
+
 }  // namespace
 
 Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
@@ -121,8 +142,8 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   const int64_t code_floats = lines(M * r.k_pad / 4), block_floats = lines(M * blocks);
   const int64_t pair_floats = lines(M * blocks / 2), row_floats = lines(M);
   const int64_t q8_floats = lines(M * r.k_pad / 4), q4_floats = lines(M * r.k_pad / 8);
-  float* at =
-      storage_.get(size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + q4_floats));
+  float* at = storage_.get(
+      size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + 2 * q4_floats));
   const auto take = [&at](int64_t floats) {
     float* p = at;
     at += floats;
@@ -136,6 +157,7 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   float* const row_sums = take(row_floats);
   float* const q8_lane_scales = take(q8_floats);
   float* const q4_lane_scales = take(q4_floats);
+  int32_t* const q4_lane_sums = reinterpret_cast<int32_t*>(take(q4_floats));
   for (int64_t m = 0; m < M; ++m) {
     int8_t* q = codes + m * r.k_pad;
     float* scale = block_scales + m * blocks;
@@ -162,6 +184,13 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
     float* d4 = q4_lane_scales + m * (r.k_pad / 8);
     for (int64_t c = 0; c < r.k_pad / 128; ++c)
       for (int l = 0; l < kLanes; ++l) d4[16 * c + l] = scale[4 * c + l / 4];
+    int32_t* s4 = q4_lane_sums + m * (r.k_pad / 8);
+    for (int64_t c = 0; c < r.k_pad / 128; ++c)
+      for (int l = 0; l < kLanes; ++l) {
+        int32_t sum = 0;
+        for (int b = 0; b < 4; ++b) sum += nib[128 * c + 4 * l + b] + nib[128 * c + 64 + 4 * l + b];
+        s4[16 * c + l] = sum;
+      }
   }
   r.codes = codes;
   r.nibble_codes = nibble_codes;
@@ -171,6 +200,7 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   r.row_sums = row_sums;
   r.q8_lane_scales = q8_lane_scales;
   r.q4_lane_scales = q4_lane_scales;
+  r.q4_lane_sums = q4_lane_sums;
   return r;
 }
 
@@ -178,13 +208,18 @@ bool int8_gemv_takes(const WeightRef& w) {
   if (w.cols <= 0 || w.quant.group_size <= 0) return false;
   if (w.format == WeightFormat::Q8) return w.quant.group_size >= w.cols;
   if (w.format == WeightFormat::Q4) return w.quant.group_size % 64 == 0;
+  if (w.format == WeightFormat::Lut4) return w.quant.group_size >= w.cols;
   return false;
 }
 
 
 void gemv_int8_reference(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t) {
-    return w.format == WeightFormat::Q8 ? reference_q8_row(x, m, w, n) : reference_q4_row(x, m, w, n);
+    switch (w.format) {
+      case WeightFormat::Q8: return reference_q8_row(x, m, w, n);
+      case WeightFormat::Q4: return reference_q4_row(x, m, w, n);
+      default: return reference_lut4_row(x, m, w, n);
+    }
   });
 }
 

@@ -14,13 +14,19 @@
 // block 4c + 1, ..., lanes 0-7 in the group of code 128c, 8-15 in that of code 128c + 64;
 // acc[l] = fma(isum[l] * d[block of l], s[group of l], acc[l]); the min terms m_g * X_g (X_g: the
 // group's pair_sums added in order) go to lane g % 16 of a second accumulator, in group order; y =
-// hsum(acc + min acc), lane by lane. hsum(v) adds lanes i and i + 8, then i and i + 4, i and i + 2, then the
+// hsum(acc + min acc), lane by lane. LUT4 (value = the fp16 entry of the row's table, one table per
+// row block, a whole row wide) multiplies by the table rounded to int8 instead (lut4_codebook: codes
+// t_i = round(entry_i * 127 / amax), scale amax / 127), in Q4's lanes: lane l sums t[nibble] times
+// the x code of each of the step's codes 8l..8l+7; acc[l] = fma(isum[l], d[block of l], acc[l]);
+// y = hsum(acc) * scale. hsum(v) adds lanes i and i + 8, then i and i + 4, i and i + 2, then the
 // two left.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/gemm.h"
 
 namespace smolvlm {
@@ -39,6 +45,8 @@ struct Int8Rows {
   const float* row_sums = nullptr;       // [M]: block_sums added in order
   const float* q8_lane_scales = nullptr;  // [M][k_pad / 4]: per 64 codes, the scale of each Q8 lane
   const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
+  const int32_t* q4_lane_sums = nullptr;  // [M][k_pad / 8]: per 128 codes, the sum of the 8 x codes of
+                                          // each Q4 lane (a code offset's term, VNNI's unsigned bytes)
 };
 
 // Owns the arrays of an Int8Rows and keeps them between products: one 64-byte aligned block, each
@@ -54,7 +62,8 @@ class Int8RowsBuffer {
 };
 
 // Whether the integer product takes this weight: Q8 with one group per row, Q4 with groups of a
-// multiple of 64 values. Others (LUT4, other group sizes) keep the fp32 product.
+// multiple of 64 values, LUT4 with one table a whole row wide (quantize's). Others keep the fp32
+// product.
 bool int8_gemv_takes(const WeightRef& w);
 
 // y[m * w.rows + n] for rows n in [n0, n1) and every row m of x (+ bias[n] when non-null): the scalar
@@ -70,6 +79,35 @@ namespace {
 
 inline int64_t groups_per_row(const WeightRef& w) { return (w.cols + w.quant.group_size - 1) / w.quant.group_size; }
 inline int64_t first_block(const WeightRef& w, int64_t n) { return (n / w.quant.block_rows) * groups_per_row(w); }
+
+// The LUT4 table lut[0..16) (fp16) as int8 codes t[i] = round(lut[i] * 127 / amax) (ties to even,
+// amax the largest magnitude); returns the scale amax / 127 (0 for a table of zeros, its codes 0).
+// Every kernel's rows take their table from here, so all read the same integers.
+inline float lut4_codebook(const uint16_t* lut, int8_t* t) {
+  float v[16], amax = 0.f;
+  for (int i = 0; i < 16; ++i) {
+    v[i] = f16_to_f32(lut[i]);
+    amax = std::fabs(v[i]) > amax ? std::fabs(v[i]) : amax;
+  }
+  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  for (int i = 0; i < 16; ++i) {
+    const float r = std::nearbyint(v[i] * inv);
+    t[i] = r >= -127.f && r <= 127.f ? static_cast<int8_t>(r) : 0;  // a non-finite entry as 0, never UB
+  }
+  return amax / 127.f;
+}
+
+// A LUT4 weight's int8 table (lut4_codebook), converted once for the rows of one block taken in turn.
+struct Lut4Codebook {
+  int64_t block = -1;
+  alignas(16) int8_t codes[16] = {};
+  float scale = 0.f;
+  void take(const WeightRef& w, int64_t blk) {
+    if (blk == block) return;
+    block = blk;
+    scale = lut4_codebook(w.quant.lut + 16 * blk, codes);
+  }
+};
 
 // X_g of group g of a Q4 row (group size a multiple of 64) for row m of x.
 inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t g) {

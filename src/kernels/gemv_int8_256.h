@@ -9,7 +9,9 @@
 // `Lanes` supplies the integer sums, eight int32 lanes from 32 bytes:
 //   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (each q + 128, 0..255) times their x codes;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
-//   code in x_even and its high nibble times the one in x_odd.
+//   code in x_even and its high nibble times the one in x_odd;
+//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
+//   codes of a LUT4 table in each 128-bit half) first.
 #pragma once
 
 #include <immintrin.h>
@@ -125,18 +127,47 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
 }
 
+// Row n of a LUT4 weight for row m of x (`ahead` as for q8_row), its table in `codebook`.
+template <class Lanes>
+float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, const int8_detail::Lut4Codebook& codebook,
+               const char* ahead) {
+  const int64_t row_bytes = w.cols / 2, whole = row_bytes / 64;
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  const int8_t* row = static_cast<const int8_t*>(w.data) + n * row_bytes;
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(codebook.codes)));
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t c = 0; c < x.k_pad / 128; ++c) {
+    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
+    const __m256i b0 = c < whole ? load32(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
+    const __m256i b1 = c < whole ? load32(row + 64 * c + 32) : load_codes(row, 64 * c + 32, row_bytes);
+    const int8_t* xc = xq + 128 * c;
+    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table, load32(xc), load32(xc + 64))),
+                         _mm256_loadu_ps(d + 16 * c), lo);
+    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table, load32(xc + 32), load32(xc + 96))),
+                         _mm256_loadu_ps(d + 16 * c + 8), hi);
+  }
+  return hsum16(lo, hi) * codebook.scale;
+}
+
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8); the first row of
 // x through a weight row requests the row ahead (int8_detail::RowRequests).
 template <class Lanes>
 void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int8_detail::RowRequests requests(w, n0, n1);
+  int8_detail::Lut4Codebook codebook;
   if (w.format == WeightFormat::Q8)
     int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
       return q8_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
     });
-  else
+  else if (w.format == WeightFormat::Q4)
     int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
       return q4_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
+    });
+  else
+    int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
+      codebook.take(w, blk);
+      return lut4_row<Lanes>(x, m, w, n, codebook, m == 0 ? requests.ahead(n) : nullptr);
     });
 }
 

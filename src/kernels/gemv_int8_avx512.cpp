@@ -4,6 +4,7 @@
 // reference's. Only called where the CPU has avx512_vnni (gemm.cpp checks).
 #include <immintrin.h>
 
+#include "kernels/cpu.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemv_int8.h"
 
@@ -19,14 +20,21 @@
 namespace smolvlm::gemm {
 namespace {
 
-// One weight row a pass: the rows then stream in one after the other, the pattern the prefetchers
-// follow best. Four weight rows a pass, sharing the loads of x and running four FMA chains side by
+// One weight row a pass (except for one row of x on the CPUs that read four streams best:
+// row_streams): the rows then stream in one after the other. Four adjacent weight rows a pass, sharing the loads of x and running four FMA chains side by
 // side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but slower from memory
 // (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads; bench/RESULTS.md). Several rows of x
 // (batched decode) share each step of the weight row instead: its codes are loaded and split once,
 // its scales picked once, for up to kXRows rows of x, each with its own accumulator adding its steps
 // in the reference's order, so every result has the bits it has alone.
 constexpr int kXRows = 4;
+
+// How far ahead of each of the four streams nibble_rows requests its lines: the prefetchers alone
+// left these products, twice as fast as the fp32 ones in cache, reading slower than them from memory
+// (HY-MT's LUT4 linears, 2 threads, best step: 27-32 ms with no requests; 20-25 with 1 KB ahead,
+// 17-20 with 2 KB, 22-25 with 4-8 KB; bench/RESULTS.md). A request past a stream's last row reads a
+// line of the next stream's (or past the weight's end, where a prefetch is dropped, never a fault).
+constexpr int64_t kStreamBytesAhead = 2048;
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
 [[gnu::always_inline]] inline float hsum16(__m512 v) {
@@ -91,35 +99,39 @@ SMOLVLM_VNNI inline void q8_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
   }
 }
 
-// Rows n .. n + R - 1 of a Q8 weight for row m of x, into out[0 .. R): the Q8 products of several rows
+// Rows rows[0 .. R) of a Q8 weight for row m of x, into out[0 .. R): the Q8 products of several rows
 // of x share the loads of x across R weight rows instead (batched decode, a 1.8 B model's token
 // with 4 rows of x: 73-74 ms against 100-112 ms sharing the weight rows' loads across the rows of x;
 // the Q4 rows, whose nibbles take more work to unpack, measured the other way: 69-70 against 74-77).
-// With `ahead`, each step requests R lines there.
+// With `ahead` (rows side by side), each step requests R lines there; with `streams` (rows far
+// apart), each row requests its own line kStreamBytesAhead on.
 template <int R>
-SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, int64_t n, float* out,
-                                 const char* ahead) {
+SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, const int64_t* rows, float* out,
+                                 const char* ahead, bool streams) {
   const WeightRef& w = p.w;
   const int64_t K = w.cols;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
-  const int8_t* rows[R];
+  const int8_t* row[R];
   __m512 acc[R];
-  for (int r = 0; r < R; ++r) rows[r] = static_cast<const int8_t*>(w.data) + (n + r) * K, acc[r] = _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) row[r] = static_cast<const int8_t*>(w.data) + rows[r] * K, acc[r] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t c = 0; c < x.k_pad / 64; ++c) {
     if (ahead)
       for (int r = 0; r < R; ++r) _mm_prefetch(ahead + 64 * (R * c + r), _MM_HINT_T0);
+    if (streams)
+      for (int r = 0; r < R; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
     const __m512i xc = _mm512_loadu_si512(xq + 64 * c);
     const __m512 dc = _mm512_loadu_ps(d + 16 * c);
     for (int r = 0; r < R; ++r) {
-      const __m512i codes = _mm512_xor_si512(load_codes(rows[r], 64 * c, K), flip);  // q + 128
+      const __m512i codes = _mm512_xor_si512(load_codes(row[r], 64 * c, K), flip);  // q + 128
       const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xc);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dc, acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) {
-    const int64_t blk = p.first_block(n + r);
+    const int64_t blk = p.first_block(rows[r]);
     const float s = half_to_float(w.quant.scales[blk]);
     const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
     const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
@@ -225,16 +237,164 @@ SMOLVLM_VNNI inline void q4_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
   for (int j = 0; j < X; ++j) out[j] = hsum16(_mm512_add_ps(acc[j], q4_min_terms(x, m0 + j, p, blk)));
 }
 
+// The int8 table of a LUT4 row's block (int8_detail::lut4_codebook's integers, here 16 at once) as
+// vpdpbusd's unsigned bytes, t + 128, in each 128-bit lane for vpshufb, and its scale: converted once
+// per block of rows a pass takes one after the other.
+struct Lut4Table {
+  int64_t block = -1;
+  __m512i biased = _mm512_setzero_si512();
+  float scale = 0.f;
+  void take(const RowsOf& p, int64_t n) {
+    const int64_t b = p.first_block(n);
+    if (b == block) return;
+    block = b;
+    const __m512 v =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.w.quant.lut + 16 * b)));
+    const float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
+    const float inv = amax > 0.f ? 127.f / amax : 0.f;
+    // Each code round(v * inv), ties to even (the default rounding), exactly |t| <= 127.
+    const __m128i t = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(inv))));
+    scale = amax / 127.f;
+    biased = _mm512_xor_si512(_mm512_broadcast_i32x4(t), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+
+// One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as t + 128,
+// multiplied by the x codes, less 128 times the lane's x codes (q4_lane_sums): the lane's sum of t
+// times x, exactly; then scaled by the lane scales.
+template <int X>
+[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const int8_t* const* xq,
+                                                          const float* const* d, const int32_t* const* sums,
+                                                          int64_t c, __m512* acc) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i even = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low));
+  const __m512i odd = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
+  for (int j = 0; j < X; ++j) {
+    __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq[j] + 128 * c));
+    isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq[j] + 128 * c + 64));
+    isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(sums[j] + 16 * c), 7));
+    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
+  }
+}
+
+// Row n of a LUT4 weight for rows m0 .. m0 + X - 1 of x, into out[0 .. X).
+template <int X>
+SMOLVLM_VNNI inline void lut4_row(const Int8Rows& x, int64_t m0, const RowsOf& p, int64_t n, float* out,
+                                  const char* ahead, Lut4Table& table) {
+  const int64_t row_bytes = p.w.cols / 2, steps = x.k_pad / 128, whole = row_bytes / 64;
+  const uint8_t* row = static_cast<const uint8_t*>(p.w.data) + n * row_bytes;
+  table.take(p, n);
+  const int8_t* xq[X];
+  const float* d[X];
+  const int32_t* sums[X];
+  __m512 acc[X];
+  for (int j = 0; j < X; ++j) {
+    xq[j] = x.nibble_codes + (m0 + j) * x.k_pad;
+    d[j] = x.q4_lane_scales + (m0 + j) * (x.k_pad / 8);
+    sums[j] = x.q4_lane_sums + (m0 + j) * (x.k_pad / 8);
+    acc[j] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < steps; ++c) {
+    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
+    const __m512i bytes = c < whole ? _mm512_loadu_si512(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
+    lut4_step<X>(bytes, table.biased, xq, d, sums, c, acc);
+  }
+  for (int j = 0; j < X; ++j) out[j] = hsum16(acc[j]) * table.scale;
+}
+
 // Row n of y for rows m0 .. m0 + X - 1 of x.
 template <int X>
 SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n,
-                                        int64_t m0, const char* ahead) {
+                                        int64_t m0, const char* ahead, Lut4Table& table) {
   float r[X];
-  if (p.w.format == WeightFormat::Q8)
-    q8_row<X>(x, m0, p, n, r, ahead);
-  else
-    q4_row<X>(x, m0, p, n, r, ahead);
+  switch (p.w.format) {
+    case WeightFormat::Q8: q8_row<X>(x, m0, p, n, r, ahead); break;
+    case WeightFormat::Q4: q4_row<X>(x, m0, p, n, r, ahead); break;
+    default: lut4_row<X>(x, m0, p, n, r, ahead, table); break;
+  }
   for (int j = 0; j < X; ++j) y[(m0 + j) * p.w.rows + n] = bias ? r[j] + bias[n] : r[j];
+}
+
+
+// Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for row 0 of x, side by side, into
+// out[0 .. R): each row's steps, scales and sums exactly as q4_row<1> / lut4_row<1> take them, the
+// loads of x shared; for weight rows far apart (CpuFeatures::decode_row_streams), each requesting its
+// lines kStreamBytesAhead on.
+template <int R, WeightFormat F>
+SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const int64_t* rows, float* out,
+                                     Lut4Table* tables) {
+  static_assert(F == WeightFormat::Q4 || F == WeightFormat::Lut4);
+  const WeightRef& w = p.w;
+  const int64_t row_bytes = w.cols / 2, steps = x.k_pad / 128, whole = row_bytes / 64;
+  const int8_t* const xq = x.nibble_codes;
+  const float* const d = x.q4_lane_scales;
+  const int32_t* const sums = x.q4_lane_sums;
+  const uint8_t* row[R];
+  int64_t blk[R];
+  __m512 acc[R], scales16[R];
+  __m512i table[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    row[r] = static_cast<const uint8_t*>(w.data) + rows[r] * row_bytes;
+    blk[r] = p.first_block(rows[r]);
+    acc[r] = _mm512_setzero_ps();
+    scales16[r] = _mm512_setzero_ps();
+    if constexpr (F == WeightFormat::Lut4) {
+      tables[r].take(p, rows[r]);
+      table[r] = tables[r].biased;
+    }
+  }
+  const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
+    if constexpr (F == WeightFormat::Q4) {
+      if (c % 8 == 0) {
+        const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
+        const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+      }
+    }
+    const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
+      const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
+      if constexpr (F == WeightFormat::Lut4)
+        lut4_step<1>(bytes, table[r], &xq, &d, &sums, c, &acc[r]);
+      else
+        q4_step<1>(bytes, _mm512_permutexvar_ps(pick, scales16[r]), &xq, &d, c, &acc[r]);
+    }
+  };
+  int64_t c = 0;
+  for (; c < whole; ++c) step(c, true);
+  for (; c < steps; ++c) step(c, false);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    if constexpr (F == WeightFormat::Lut4)
+      out[r] = hsum16(acc[r]) * tables[r].scale;
+    else
+      out[r] = hsum16(_mm512_add_ps(acc[r], q4_min_terms(x, 0, p, blk[r])));
+  }
+}
+
+// One row of x over rows [n0, n1) as four streams: each pass takes the next row of
+// each quarter of the range (the rows left over one by one).
+template <WeightFormat F>
+SMOLVLM_VNNI void row_streams(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n0,
+                              int64_t n1) {
+  Lut4Table tables[4];
+  const int64_t part = (n1 - n0) / 4;
+  for (int64_t i = 0; i < part; ++i) {
+    const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
+    float r[4];
+    if constexpr (F == WeightFormat::Q8)
+      q8_rows<4>(x, 0, p, rows, r, nullptr, true);
+    else
+      nibble_rows<4, F>(x, p, rows, r, tables);
+    for (int j = 0; j < 4; ++j) y[rows[j]] = bias ? r[j] + bias[rows[j]] : r[j];
+  }
+  for (int64_t n = n0 + 4 * part; n < n1; ++n) row_for_x_rows<1>(x, p, bias, y, n, 0, nullptr, tables[0]);
 }
 
 }  // namespace
@@ -242,6 +402,20 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
 SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                                    int64_t n1) {
   const RowsOf p{w, int8_detail::groups_per_row(w)};
+  Lut4Table tables[4];
+  // One row of x where the CPU reads several streams best (CpuFeatures::decode_row_streams): as the
+  // fp32 4-bit rows, each pass takes the next row of each quarter of the range, each stream with its
+  // own requests ahead (HY-MT's q8 linears, best step 43-44 -> 35-40 ms against one stream with its
+  // requests, 3 alternated rounds; bench/RESULTS.md).
+  const bool nibbles = w.format == WeightFormat::Lut4 || (w.format == WeightFormat::Q4 && w.quant.group_size == 64);
+  if (x.M == 1 && (nibbles || w.format == WeightFormat::Q8) && cpu_features().decode_row_streams()) {
+    switch (w.format) {
+      case WeightFormat::Lut4: row_streams<WeightFormat::Lut4>(x, p, bias, y, n0, n1); break;
+      case WeightFormat::Q4: row_streams<WeightFormat::Q4>(x, p, bias, y, n0, n1); break;
+      default: row_streams<WeightFormat::Q8>(x, p, bias, y, n0, n1); break;
+    }
+    return;
+  }
   const int8_detail::RowRequests requests(w, n0, n1);
   int64_t n = n0;
   if (w.format == WeightFormat::Q8 && x.M > 1)
@@ -249,7 +423,8 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
       const char* ahead = requests.ahead(n, kXRows);
       for (int64_t m = 0; m < x.M; ++m) {
         float r[kXRows];
-        q8_rows<kXRows>(x, m, p, n, r, m == 0 ? ahead : nullptr);
+        const int64_t rows[kXRows] = {n, n + 1, n + 2, n + 3};
+        q8_rows<kXRows>(x, m, p, rows, r, m == 0 ? ahead : nullptr, false);
         for (int i = 0; i < kXRows; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
       }
     }
@@ -257,11 +432,12 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
     // The requests go out with the first rows of x: a row of the weight ahead a pass.
     const char* ahead = requests.ahead(n);
     int64_t m = 0;
-    for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr) row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead);
+    for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr)
+      row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead, tables[0]);
     switch (x.M - m) {
-      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead); break;
-      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead); break;
-      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead); break;
+      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead, tables[0]); break;
+      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead, tables[0]); break;
+      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead, tables[0]); break;
       default: break;
     }
   }

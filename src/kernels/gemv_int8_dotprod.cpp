@@ -16,6 +16,11 @@ struct DotprodLanes {
     const int8x16_t odd = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), even, x_even), odd, x_odd);
   }
+  static int32x4_t lut4(uint8x16_t bytes, int8x16_t table, int8x16_t x_even, int8x16_t x_odd) {
+    const int8x16_t even = vqtbl1q_s8(table, vandq_u8(bytes, vdupq_n_u8(0x0F)));
+    const int8x16_t odd = vqtbl1q_s8(table, vshrq_n_u8(bytes, 4));
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), even, x_even), odd, x_odd);
+  }
 };
 
 }  // namespace

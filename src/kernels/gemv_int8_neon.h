@@ -10,7 +10,9 @@
 //   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (signed q) times their x codes;
 //   Lanes::x_sums(xq): lane l sums x codes 4l..4l+3;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
-//   code in x_even and its high nibble times the one in x_odd.
+//   code in x_even and its high nibble times the one in x_odd;
+//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
+//   codes of a LUT4 table) first.
 // The reference's Q8 lane, sum (q + 128) x, is q8 + 128 x_sums, exact in int32.
 #pragma once
 
@@ -101,15 +103,41 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   return hsum16(acc[0], acc[1], acc[2], acc[3]);
 }
 
+// Row n of a LUT4 weight for row m of x, its table in `codebook`.
+template <class Lanes>
+float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, const int8_detail::Lut4Codebook& codebook) {
+  const int64_t row_bytes = w.cols / 2;
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
+  const int8x16_t table = vld1q_s8(codebook.codes);
+  float32x4_t acc[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
+  for (int64_t c = 0; c < x.k_pad / 128; ++c) {
+    const int8_t* xc = xq + 128 * c;
+    for (int j = 0; j < 4; ++j) {
+      const uint8x16_t bytes = vreinterpretq_u8_s8(load_codes(row, 64 * c + 16 * j, row_bytes));
+      const int32x4_t isum = Lanes::lut4(bytes, table, vld1q_s8(xc + 16 * j), vld1q_s8(xc + 64 + 16 * j));
+      acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(isum), vld1q_f32(d + 16 * c + 4 * j));
+    }
+  }
+  return hsum16(acc[0], acc[1], acc[2], acc[3]) * codebook.scale;
+}
+
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8).
 template <class Lanes>
 void gemv_int8_128(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  int8_detail::Lut4Codebook codebook;
   if (w.format == WeightFormat::Q8)
     int8_detail::for_each_output(x, w, bias, y, n0, n1,
                                  [&](int64_t m, int64_t n, int64_t blk) { return q8_row<Lanes>(x, m, w, n, blk); });
-  else
+  else if (w.format == WeightFormat::Q4)
     int8_detail::for_each_output(x, w, bias, y, n0, n1,
                                  [&](int64_t m, int64_t n, int64_t blk) { return q4_row<Lanes>(x, m, w, n, blk); });
+  else
+    int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
+      codebook.take(w, blk);
+      return lut4_row<Lanes>(x, m, w, n, codebook);
+    });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
@@ -96,8 +97,30 @@ TEST(Int8Gemv, TakesTheLayoutsItHasProductsFor) {
   EXPECT_TRUE(takes(WeightFormat::Q4, 64));
   EXPECT_TRUE(takes(WeightFormat::Q4, 128));
   EXPECT_FALSE(takes(WeightFormat::Q4, 32));
-  EXPECT_FALSE(takes(WeightFormat::Lut4, 256));
+  EXPECT_TRUE(takes(WeightFormat::Lut4, 256)) << "one table a whole row wide (quantize's)";
+  EXPECT_FALSE(takes(WeightFormat::Lut4, 128));
   EXPECT_FALSE(takes(WeightFormat::BF16, 256));
+}
+
+// A LUT4 table rounds to int8 codes round(v * 127 / amax), ties to even, with the scale amax / 127.
+TEST(Int8Gemv, Lut4TableRoundsToInt8WithItsLargestMagnitudeAt127) {
+  const float values[16] = {-0.5f, 0.25f, 0.f, 1.f / 254, 3.f / 254, -3.f / 254, 0.1f, -0.1f,
+                            0.49f, -0.49f, 0.2f, -0.2f, 0.3f, -0.3f, 0.4f, -0.45f};
+  uint16_t lut[16];
+  for (int i = 0; i < 16; ++i) lut[i] = f32_to_f16(values[i]);
+  int8_t t[16];
+  const float scale = int8_detail::lut4_codebook(lut, t);
+  EXPECT_EQ(scale, 0.5f / 127.f);
+  EXPECT_EQ(t[0], -127);
+  EXPECT_EQ(t[2], 0);
+  for (int i = 0; i < 16; ++i) {
+    const float v = f16_to_f32(lut[i]);
+    EXPECT_EQ(t[i], static_cast<int8_t>(std::nearbyint(v * (127.f / 0.5f)))) << i;
+    EXPECT_LE(std::fabs(t[i] * scale - v), scale * 0.5f * (1 + 1e-5f)) << i;
+  }
+  const uint16_t zeros[16] = {};
+  EXPECT_EQ(int8_detail::lut4_codebook(zeros, t), 0.f);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(t[i], 0) << i;
 }
 
 struct Int8Case {
@@ -114,6 +137,11 @@ const Int8Case kCases[] = {
     {WeightFormat::Q8, 0, 1, 1, 70, 2112},   {WeightFormat::Q8, 0, 1, 8, 33, 1536}, {WeightFormat::Q4, 64, 1, 1, 37, 64},
     {WeightFormat::Q4, 64, 1, 3, 40, 200},   {WeightFormat::Q4, 64, 1, 1, 96, 576}, {WeightFormat::Q4, 128, 1, 2, 50, 2112},
     {WeightFormat::Q4, 64, 3, 4, 41, 1536},  {WeightFormat::Q4, 192, 1, 8, 20, 1088},
+    // LUT4, one table per block of rows: one row of x over several blocks (the avx512 path's four
+    // streams where the CPU reads them, each quarter starting mid-block), batched rows, tails.
+    {WeightFormat::Lut4, 0, 16, 1, 37, 64},  {WeightFormat::Lut4, 0, 16, 9, 9, 200}, {WeightFormat::Lut4, 0, 4, 3, 40, 2112},
+    {WeightFormat::Lut4, 0, 16, 1, 96, 576}, {WeightFormat::Lut4, 0, 16, 4, 70, 1536}, {WeightFormat::Lut4, 0, 16, 1, 131, 2048},
+    {WeightFormat::Lut4, 0, 5, 8, 21, 1088},
 };
 
 std::string name(const Int8Case& c) {
@@ -207,7 +235,8 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
 }
 
 // The only error besides float rounding is x's: |x - d q| <= d / 2 per value, so the product is
-// within sum_k |w_k| d(k) / 2 of the exact one (and the epilogue's float rounding on top).
+// within sum_k |w_k| d(k) / 2 of the exact one (and the epilogue's float rounding on top). LUT4 adds
+// its table's: |w - s t| <= s / 2, times |x| + d / 2 per value.
 TEST(Int8Gemv, ReferenceIsWithinTheRoundingOfXOfTheExactProduct) {
   std::mt19937 rng(5);
   for (const Int8Case& c : kCases) {
@@ -222,12 +251,18 @@ TEST(Int8Gemv, ReferenceIsWithinTheRoundingOfXOfTheExactProduct) {
     gemv_int8_reference(xq, q.ref(), nullptr, got.data(), 0, c.N);
     for (int64_t m = 0; m < c.M; ++m)
       for (int64_t n = 0; n < c.N; ++n) {
+        float table_scale = 0.f;
+        if (c.format == WeightFormat::Lut4) {
+          int8_t t[16];
+          table_scale = int8_detail::lut4_codebook(q.lut.data() + 16 * (n / c.block_rows), t);
+        }
         double exact = 0, bound = 0, terms = 0;
         for (int64_t k = 0; k < c.K; ++k) {
           const double wk = deq[size_t(n * c.K + k)], xk = x[size_t(m * c.K + k)];
+          const double d = xq.block_scales[m * (xq.k_pad / 32) + k / 32];
           exact += wk * xk;
-          bound += std::fabs(wk) * xq.block_scales[m * (xq.k_pad / 32) + k / 32] / 2;
-          terms += std::fabs(wk) * (std::fabs(xk) + 1);
+          bound += std::fabs(wk) * d / 2 + (std::fabs(xk) + d / 2) * table_scale / 2;
+          terms += (std::fabs(wk) + table_scale) * (std::fabs(xk) + 1);
         }
         EXPECT_LE(std::fabs(got[size_t(m * c.N + n)] - exact), bound * 1.001 + 1e-5 * terms) << m << " " << n;
       }
