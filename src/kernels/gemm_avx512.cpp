@@ -214,10 +214,11 @@ struct QuantRow512 {
     dot_wide_at<FMT, R, MX>(x, w, rows, out, ahead);
   }
 
-  // dot_wide of the weight rows rows[0..R), wherever they are (ahead: only for rows side by side).
+  // dot_wide of the weight rows rows[0..R), wherever they are (ahead: only for rows side by side;
+  // stream_ahead: for rows far apart, each row's own line that many bytes on, a request per line).
   template <WeightFormat FMT, int R, int MX = 1>
   static void dot_wide_at(const float* x, const WeightRef& w, const int64_t* rows, float* out,
-                          const char* ahead = nullptr) {
+                          const char* ahead = nullptr, int64_t stream_ahead = 0) {
     static_assert(R == 1 || MX == 1);
     const int64_t K = w.cols, G = min_i64(w.quant.group_size, K), groups = (K + G - 1) / G;
     const uint8_t* row[R];
@@ -234,6 +235,9 @@ struct QuantRow512 {
       const int64_t end = min_i64(K, (g + 1) * G);
       for (int64_t k = g * G; k < end; k += 64) {
         if (ahead) request_step<R * 32>(ahead, k / 64);
+        if (stream_ahead && k % 128 == 0)
+          for (int r = 0; r < R; ++r)
+            _mm_prefetch(reinterpret_cast<const char*>(row[r]) + k / 2 + stream_ahead, _MM_HINT_T0);
         const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
         const __m512 x2 = _mm512_loadu_ps(x + k + 32), x3 = _mm512_loadu_ps(x + k + 48);
         for (int r = 0; r < R; ++r) {
@@ -284,7 +288,7 @@ struct QuantRow512 {
   // Four weight rows anywhere (streams side by side), for the rows that take four a pass.
   template <WeightFormat FMT>
   static void dot4_at(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
-    if constexpr (FMT != WeightFormat::Q8) dot_wide_at<FMT, 4>(x, w, rows, out);
+    if constexpr (FMT != WeightFormat::Q8) dot_wide_at<FMT, 4>(x, w, rows, out, nullptr, kStreamBytesAhead);
   }
 
   template <WeightFormat FMT>
@@ -412,10 +416,11 @@ float dot_row512(const float* x, const void* w, int64_t offset, int64_t K) {
 // x vector loaded once for all NR weight rows, so a batched decode step costs little more arithmetic
 // than one row. Every (row of x, weight row) gets exactly dot_row512's operations. With `ahead` (for
 // rows side by side: the first of NR rows a distance on), each 32-value step also requests the same
-// 64 bytes of the NR rows there into L2 (gemv_rows512).
+// 64 bytes of the NR rows there into L2 (gemv_rows512); with `stream_ahead` (rows far apart), each
+// row's step requests its own line that many bytes on (kStreamBytesAhead).
 template <WeightFormat FMT, int NR, int R>
 [[gnu::always_inline]] inline void dot_block512(const float* x, const WeightRef& w, const int64_t* rows,
-                                                float* out, const char* ahead = nullptr) {
+                                                float* out, const char* ahead = nullptr, int64_t stream_ahead = 0) {
   const int64_t K = w.cols;
   __m512 a[NR][R][2];
 #pragma GCC unroll 8
@@ -428,6 +433,11 @@ template <WeightFormat FMT, int NR, int R>
     if (ahead)
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) prefetch_step<FMT>(ahead + j * K * weight_bytes<FMT>(), k);
+    if (stream_ahead)
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j)
+        _mm_prefetch(static_cast<const char*>(w.data) + (rows[j] * K + k) * weight_bytes<FMT>() + stream_ahead,
+                     _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       w0[j] = load16<FMT>(w.data, rows[j] * K + k);
@@ -536,8 +546,8 @@ void gemv_rows512(const float* x, int64_t M, const WeightRef& w, const float* bi
 // four streams read faster than one: a plain read of memory 58-63 against 55 GB/s a pass, HY-MT's
 // BF16 linears (decode_gemv_bench bf16 2 15 --shape=hymt, 2 threads, 5 alternated rounds) best step
 // 64-94 against 79-97 ms, median 68-111 against 83-105, the whole model's decode 9.4-12.2 against
-// 7.6-8.3 tok/s (3 rounds; llama.cpp bf16 10.3-10.8 beside them). Each row gets dot_row512's bits
-// (dot_block512).
+// 7.6-8.3 tok/s (3 rounds; llama.cpp bf16 10.3-10.8 beside them). Each stream requests its lines
+// kStreamBytesAhead on. Each row gets dot_row512's bits (dot_block512).
 template <WeightFormat FMT, int S>
 void gemv_far512(const float* x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   x = aligned_input(x, w.cols);
@@ -546,7 +556,7 @@ void gemv_far512(const float* x, const WeightRef& w, const float* bias, float* y
     int64_t rows[S];
     float s[S];
     for (int j = 0; j < S; ++j) rows[j] = n0 + j * part + i;
-    dot_block512<FMT, S, 1>(x, w, rows, s);
+    dot_block512<FMT, S, 1>(x, w, rows, s, nullptr, kStreamBytesAhead);
     for (int j = 0; j < S; ++j) y[rows[j]] = bias ? s[j] + bias[rows[j]] : s[j];
   }
   for (int64_t n = n0 + S * part; n < n1; ++n) {

@@ -29,13 +29,6 @@ namespace {
 // in the reference's order, so every result has the bits it has alone.
 constexpr int kXRows = 4;
 
-// How far ahead of each of the four streams nibble_rows requests its lines: the prefetchers alone
-// left these products, twice as fast as the fp32 ones in cache, reading slower than them from memory
-// (HY-MT's LUT4 linears, 2 threads, best step: 27-32 ms with no requests; 20-25 with 1 KB ahead,
-// 17-20 with 2 KB, 22-25 with 4-8 KB; bench/RESULTS.md). A request past a stream's last row reads a
-// line of the next stream's (or past the weight's end, where a prefetch is dropped, never a fault).
-constexpr int64_t kStreamBytesAhead = 2048;
-
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
 [[gnu::always_inline]] inline float hsum16(__m512 v) {
   const __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
@@ -319,7 +312,7 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
 // Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for row 0 of x, side by side, into
 // out[0 .. R): each row's steps, scales and sums exactly as q4_row<1> / lut4_row<1> take them, the
 // loads of x shared; for weight rows far apart (CpuFeatures::decode_row_streams), each requesting its
-// lines kStreamBytesAhead on.
+// lines kStreamBytesAhead on (gemm_kernels.h).
 template <int R, WeightFormat F>
 SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const int64_t* rows, float* out,
                                      Lut4Table* tables) {
