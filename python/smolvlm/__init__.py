@@ -70,8 +70,8 @@ class Model:
         runs; one it cannot run is an error).
     load_weights: False reads only the configs and tokenizer (tokenize, render prompts, info).
     precision: "exact" (None: fp32, the results HF computes) or "fast": bf16 vision and prefill
-        products on avx512 with avx512_bf16 (measured 1.4-2x faster), and decode with q8/q4 weights on
-        int8 products on avx512 with avx512_vnni, avx2 and neon; other paths refuse it with an error
+        products on avx512 with avx512_bf16 (measured 1.4-2x faster), and decode with q8/q4/lut4 weights
+        on int8 products on avx512 with avx512_vnni, avx2 and neon; other paths refuse it with an error
         naming what is missing. info()["decode_products"] names what decode runs; the cost is in the README.
 
     One Model serves many threads at once, each request on a session of its own.

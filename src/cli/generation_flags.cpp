@@ -44,8 +44,8 @@ void add_precision_flag(CLI::App& sub, std::string& precision) {
   sub.add_option("--precision", precision,
                  "arithmetic of the products: exact (fp32, as HF; the default) or fast: on the avx512 kernels with "
                  "avx512_bf16, vision and prefill on bf16 operands (measured 1.4-2x faster); on those with "
-                 "avx512_vnni and on the avx2 and neon kernels, decode with q8/q4 weights on int8 products (x rounded to int8 "
-                 "in blocks of 32). `info` and --verbose name what decode runs; the accuracy cost of each is in "
+                 "avx512_vnni and on the avx2 and neon kernels, decode with q8/q4/lut4 weights on int8 products (x rounded to "
+                 "int8 in blocks of 32, lut4 tables to int8). `info` and --verbose name what decode runs; the accuracy cost of each is in "
                  "the README")
       ->check(CLI::IsMember({"exact", "fast"}));
 }

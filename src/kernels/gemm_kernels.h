@@ -67,16 +67,6 @@ struct GemmKernels {
 // gemm.cpp: the ISA files instantiate no standard-library code).
 [[noreturn]] void refuse_weight_format(WeightFormat format);
 
-// How far ahead of each of its four streams a one-row decode product requests its lines, where the
-// CPU reads four streams best (CpuFeatures::decode_row_streams; on x86 only): the prefetchers alone let
-// the products that compute fastest read slowest from memory. HY-MT1.5-1.8B's linears on Zen 5, 2
-// threads, alternated (bench/RESULTS.md): the integer LUT4 products' best step 27-32 ms with no requests,
-// 20-25 with 1 KB ahead, 17-20 with 2 KB, 22-25 with 4-8 KB; BF16 median 60-75 against 71-139 ms (5 of
-// 6 rounds); the fp32 LUT4 products 23-30 against 24-37 ms (5 of 7). A request past a stream's last
-// row reads a line of the next stream's (or past the weight's end, where a prefetch is dropped, never a
-// fault).
-constexpr int64_t kStreamBytesAhead = 2048;
-
 // Pieces every kernel file shares. Internal linkage, so each ISA file compiles its own copy: an
 // out-of-line copy one file emits must never be the one the linker hands a file for another CPU.
 namespace {
