@@ -48,7 +48,7 @@ const CpuFeatures& cpu_features();
 // CPU reads four streams best (CpuFeatures::decode_row_streams; on x86 only): the prefetchers alone let
 // the products that compute fastest read slowest from memory. HY-MT1.5-1.8B's linears on Zen 5, 2
 // threads, alternated (bench/RESULTS.md): the integer LUT4 products' best step 27-32 ms with no requests,
-// 20-25 with 1 KB ahead, 17-20 with 2 KB, 22-25 with 4-8 KB; BF16 median 60-75 against 71-139 ms (5 of
+// 20-25 with 1 KB ahead, 17-20 with 2 KB (once 27), 22-26 with 3-8 KB; BF16 median 60-75 against 71-139 ms (5 of
 // 6 rounds); the fp32 LUT4 products 23-30 against 24-37 ms (5 of 7). A request past a stream's last
 // row reads a line of the next stream's (or past the weight's end, where a prefetch is dropped, never a
 // fault).
