@@ -158,23 +158,40 @@ struct QuantRow512 {
   static bool takes_four_rows(const WeightRef& w) {
     return FMT != WeightFormat::Q8 && nibble_wide(w);
   }
+  // Four rows far apart, one row of x (gemv_quant_range's four streams): the 4-bit wide rows and Q8's.
+  template <WeightFormat FMT>
+  static bool takes_four_streams(const WeightRef& w) {
+    return FMT == WeightFormat::Q8 ? q8_wide(w) : nibble_wide(w);
+  }
 
   // R rows of Q8 over whole 64-value chunks (q8_wide): per row four 16-lane sums in k order, the
-  // same for any R. Decode takes one row per pass: Q8 rows are long enough that four interleaved
-  // ones measured slower from memory than one sequential stream (the 4-bit rows are half as long
-  // and gain from sharing x).
+  // same for any R. Decode takes one row per pass, or where the CPU reads four streams best, four
+  // rows far apart each requesting its lines ahead (HY-MT's Q8 linears, best step 40.6-44.9 -> 33.9-37.7
+  // ms, 3 alternated rounds; without the requests they had measured slower than one stream): four
+  // adjacent Q8 rows measured slower from memory than one sequential stream (the 4-bit rows are half
+  // as long and gain from sharing x).
   // With MX > 1 (then R = 1), the MX rows of x at x, K floats apart: each value decoded once for all
   // of them (a batched decode step), out[m] for row m of x, summed exactly as alone.
   template <int R, int MX = 1>
   static void dot_q8(const float* x, const WeightRef& w, int64_t n, float* out, const char* ahead = nullptr) {
+    int64_t rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = n + r;
+    dot_q8_at<R, MX>(x, w, rows, out, ahead);
+  }
+
+  // dot_q8 of the weight rows rows[0..R), wherever they are (ahead: only for rows side by side;
+  // stream_ahead: for rows far apart, each row's own line that many bytes on).
+  template <int R, int MX = 1>
+  static void dot_q8_at(const float* x, const WeightRef& w, const int64_t* rows, float* out,
+                        const char* ahead = nullptr, int64_t stream_ahead = 0) {
     static_assert(R == 1 || MX == 1);
     const int64_t K = w.cols, G = min_i64(w.quant.group_size, K), groups = (K + G - 1) / G;
     const int8_t* row[R];
     int64_t first_block[R];
     __m512 acc[R * MX][4];
     for (int r = 0; r < R; ++r) {
-      row[r] = static_cast<const int8_t*>(quant_row<WeightFormat::Q8>(w, n + r));
-      first_block[r] = ((n + r) / w.quant.block_rows) * groups;
+      row[r] = static_cast<const int8_t*>(quant_row<WeightFormat::Q8>(w, rows[r]));
+      first_block[r] = (rows[r] / w.quant.block_rows) * groups;
     }
     for (int i = 0; i < R * MX; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
@@ -187,6 +204,8 @@ struct QuantRow512 {
       const int64_t end = min_i64(K, (g + 1) * G);
       for (int64_t k = g * G; k < end; k += 64) {
         if (ahead) request_step<R * 64>(ahead, k / 64);
+        if (stream_ahead)
+          for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r]) + k + stream_ahead, _MM_HINT_T0);
         for (int r = 0; r < R; ++r) {
           auto value = [&](int64_t at) {  // exact: see q8_offset
             const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + at)));
@@ -288,7 +307,10 @@ struct QuantRow512 {
   // Four weight rows anywhere (streams side by side), for the rows that take four a pass.
   template <WeightFormat FMT>
   static void dot4_at(const float* x, const WeightRef& w, const int64_t* rows, float* out) {
-    if constexpr (FMT != WeightFormat::Q8) dot_wide_at<FMT, 4>(x, w, rows, out, nullptr, kStreamBytesAhead);
+    if constexpr (FMT == WeightFormat::Q8)
+      dot_q8_at<4>(x, w, rows, out, nullptr, kStreamBytesAhead);
+    else
+      dot_wide_at<FMT, 4>(x, w, rows, out, nullptr, kStreamBytesAhead);
   }
 
   template <WeightFormat FMT>

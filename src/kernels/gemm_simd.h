@@ -447,6 +447,10 @@ struct QuantRow256 {
     return false;
   }
   template <WeightFormat FMT>
+  static bool takes_four_streams(const WeightRef&) {
+    return false;
+  }
+  template <WeightFormat FMT>
   static bool spreads_requests(const WeightRef&) {
     return false;
   }
@@ -561,8 +565,8 @@ void gemv_quant_range(const float* x, int64_t M, const WeightRef& w, const float
   // One row of x where the CPU reads several streams best (CpuFeatures::decode_row_streams): each
   // pass takes the next row of each quarter of the range, four streams side by side instead of four
   // rows side by side (HY-MT's lut4 linears, 5 alternated rounds, median step 29.6-35.9 -> 22.9-29.9
-  // ms; bench/RESULTS.md).
-  if (four && M == 1 && cpu_features().decode_row_streams()) {
+  // ms; bench/RESULTS.md), each requesting its lines kStreamBytesAhead on (Row::dot4_at).
+  if (M == 1 && Row::template takes_four_streams<FMT>(w) && cpu_features().decode_row_streams()) {
     const int64_t part = (n1 - n0) / 4;
     for (int64_t i = 0; i < part; ++i) {
       const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
