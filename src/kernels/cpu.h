@@ -38,8 +38,9 @@ struct CpuFeatures {
   // (bench/RESULTS.md); on the machines before, they measured 7-10% faster with.
   bool dense_row_requests() const { return !(amd && family >= 0x1A); }
   // Whether the avx512 one-row decode products read each thread's rows as four streams side by side
-  // (gemv_far512, and the 4-bit rows of gemv_quant_range) instead of one: where the prefetchers run
-  // alone, on Zen 5, measured faster (bench/RESULTS.md); elsewhere not measured.
+  // (gemv_far512, the wide quantized rows of gemv_quant_range, the integer products' row_streams)
+  // instead of one: where the prefetchers run alone, on Zen 5, measured faster (bench/RESULTS.md);
+  // elsewhere not measured.
   bool decode_row_streams() const { return !dense_row_requests(); }
 };
 const CpuFeatures& cpu_features();
@@ -47,11 +48,11 @@ const CpuFeatures& cpu_features();
 // How far ahead of each of its four streams a one-row decode product requests its lines, where the
 // CPU reads four streams best (CpuFeatures::decode_row_streams; on x86 only): the prefetchers alone let
 // the products that compute fastest read slowest from memory. HY-MT1.5-1.8B's linears on Zen 5, 2
-// threads, alternated (bench/RESULTS.md): the integer LUT4 products' best step 27-32 ms with no requests,
-// 20-25 with 1 KB ahead, 17-20 with 2 KB (once 27), 22-26 with 3-8 KB; BF16 median 60-75 against 71-139 ms (5 of
-// 6 rounds); the fp32 LUT4 products 23-30 against 24-37 ms (5 of 7). A request past a stream's last
-// row reads a line of the next stream's (or past the weight's end, where a prefetch is dropped, never a
-// fault).
+// threads, alternated (bench/RESULTS.md): the integer LUT4 products' best step 27-32 ms with no
+// requests, 20-25 with 1 KB ahead, 17-20 with 2 KB (once 27), 22-26 with 3-8 KB; BF16 median 60-75
+// against 71-139 ms (faster in 5 of 6 rounds); the fp32 LUT4 products median 23-39 against 24-40 ms
+// (faster in 5 of 7). A request past a stream's last row reads a line of the next stream's (or past
+// the weight's end, where a prefetch is dropped, never a fault).
 constexpr int64_t kStreamBytesAhead = 2048;
 
 enum class KernelPath { Scalar, Avx2, Avx512, Neon };

@@ -78,10 +78,7 @@ void check_arguments(const float* x, int64_t M, const WeightRef& w, float* y) {
 thread_local AlignedBuffer t_packed_weight;  // a worker's current weight block
 thread_local AlignedBuffer t_packed_input;   // the caller's whole packed x
 thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
-// x rounded to int8 for the integer products, by each thread that runs a share of the product: the
-// threads round the same x to the same bits side by side, instead of the others waiting while the
-// caller rounds it alone.
-thread_local Int8RowsBuffer t_int8_rows;
+thread_local Int8RowsBuffer t_int8_rows;     // the caller's x rounded to int8 (the integer products)
 
 // Whether a streaming product of w runs on integers (kernels/gemv_int8.h): Precision::Fast, kernels
 // that have them (the avx512 ones on a CPU with avx512_vnni) and a weight layout they take.
@@ -198,9 +195,8 @@ void gemv_per_thread(ThreadPool& pool, int64_t n, const std::function<void(int64
 void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
                  float* y, ThreadPool& pool) {
   if (M <= kern.gemv_max_m && takes_int8(kern, pool, w)) {
-    gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) {
-      kern.gemv_int8(t_int8_rows.quantize(x, M, w.cols), w, bias, y, n0, n1);
-    });
+    const Int8Rows xq = t_int8_rows.quantize(x, M, w.cols);  // once, for every row of w
+    gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) { kern.gemv_int8(xq, w, bias, y, n0, n1); });
     return;
   }
   if (M <= kern.gemv_max_m) {
@@ -473,12 +469,12 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
       if (o.w.rows > 0) linear_blocked(*kern, a, M, o.w, o.bias, o.y, pool);
     return;
   }
-  // Rows [0, total) run over the outputs' rows one after the other; x rounded to int8 by each thread
-  // once for all the outputs the integer products take.
+  // Rows [0, total) run over the outputs' rows one after the other; x rounded to int8 once for all
+  // the outputs the integer products take.
   bool any_int8 = false;
   for (const LinearOutput& o : outputs) any_int8 = any_int8 || takes_int8(*kern, pool, o.w);
+  const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols) : Int8Rows{};
   gemv_per_thread(pool, total, [&](int64_t r0, int64_t r1) {
-    const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols) : Int8Rows{};
     int64_t base = 0;
     for (const LinearOutput& o : outputs) {
       const int64_t b = std::max(r0, base) - base, e = std::min(r1, base + o.w.rows) - base;

@@ -142,8 +142,8 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   const int64_t code_floats = lines(M * r.k_pad / 4), block_floats = lines(M * blocks);
   const int64_t pair_floats = lines(M * blocks / 2), row_floats = lines(M);
   const int64_t q8_floats = lines(M * r.k_pad / 4), q4_floats = lines(M * r.k_pad / 8);
-  float* at = storage_.get(
-      size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + 2 * q4_floats));
+  float* at =
+      storage_.get(size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + q4_floats));
   const auto take = [&at](int64_t floats) {
     float* p = at;
     at += floats;
@@ -157,7 +157,6 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   float* const row_sums = take(row_floats);
   float* const q8_lane_scales = take(q8_floats);
   float* const q4_lane_scales = take(q4_floats);
-  int32_t* const q4_lane_sums = reinterpret_cast<int32_t*>(take(q4_floats));
   for (int64_t m = 0; m < M; ++m) {
     int8_t* q = codes + m * r.k_pad;
     float* scale = block_scales + m * blocks;
@@ -184,13 +183,6 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
     float* d4 = q4_lane_scales + m * (r.k_pad / 8);
     for (int64_t c = 0; c < r.k_pad / 128; ++c)
       for (int l = 0; l < kLanes; ++l) d4[16 * c + l] = scale[4 * c + l / 4];
-    int32_t* s4 = q4_lane_sums + m * (r.k_pad / 8);
-    for (int64_t c = 0; c < r.k_pad / 128; ++c)
-      for (int l = 0; l < kLanes; ++l) {
-        int32_t sum = 0;
-        for (int b = 0; b < 4; ++b) sum += nib[128 * c + 4 * l + b] + nib[128 * c + 64 + 4 * l + b];
-        s4[16 * c + l] = sum;
-      }
   }
   r.codes = codes;
   r.nibble_codes = nibble_codes;
@@ -200,7 +192,6 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   r.row_sums = row_sums;
   r.q8_lane_scales = q8_lane_scales;
   r.q4_lane_scales = q4_lane_scales;
-  r.q4_lane_sums = q4_lane_sums;
   return r;
 }
 

@@ -45,8 +45,6 @@ struct Int8Rows {
   const float* row_sums = nullptr;       // [M]: block_sums added in order
   const float* q8_lane_scales = nullptr;  // [M][k_pad / 4]: per 64 codes, the scale of each Q8 lane
   const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
-  const int32_t* q4_lane_sums = nullptr;  // [M][k_pad / 8]: per 128 codes, the sum of the 8 x codes of
-                                          // each Q4 lane (a code offset's term, VNNI's unsigned bytes)
 };
 
 // Owns the arrays of an Int8Rows and keeps them between products: one 64-byte aligned block, each

@@ -21,8 +21,8 @@ namespace smolvlm::gemm {
 namespace {
 
 // One weight row a pass (except for one row of x on the CPUs that read four streams best:
-// row_streams): the rows then stream in one after the other. Four adjacent weight rows a pass, sharing the loads of x and running four FMA chains side by
-// side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but slower from memory
+// row_streams): the rows then stream in one after the other. Four adjacent weight rows a pass, sharing
+// the loads of x and running four FMA chains side by side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but slower from memory
 // (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads; bench/RESULTS.md). Several rows of x
 // (batched decode) share each step of the weight row instead: its codes are loaded and split once,
 // its scales picked once, for up to kXRows rows of x, each with its own accumulator adding its steps
@@ -253,20 +253,19 @@ struct Lut4Table {
 };
 
 // One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as t + 128,
-// multiplied by the x codes, less 128 times the lane's x codes (q4_lane_sums): the lane's sum of t
+// multiplied by the x codes, less the same x codes times 128 (also by vpdpbusd): the lane's sum of t
 // times x, exactly; then scaled by the lane scales.
 template <int X>
 [[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const int8_t* const* xq,
-                                                          const float* const* d, const int32_t* const* sums,
-                                                          int64_t c, __m512* acc) {
-  const __m512i low = _mm512_set1_epi8(0x0F);
+                                                          const float* const* d, int64_t c, __m512* acc) {
+  const __m512i low = _mm512_set1_epi8(0x0F), offset = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i even = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low));
   const __m512i odd = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
   for (int j = 0; j < X; ++j) {
-    __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq[j] + 128 * c));
-    isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq[j] + 128 * c + 64));
-    isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(_mm512_loadu_si512(sums[j] + 16 * c), 7));
-    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
+    const __m512i xe = _mm512_loadu_si512(xq[j] + 128 * c), xo = _mm512_loadu_si512(xq[j] + 128 * c + 64);
+    const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), even, xe), odd, xo);
+    const __m512i x128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xe), offset, xo);
+    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum, x128)), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
   }
 }
 
@@ -279,18 +278,16 @@ SMOLVLM_VNNI inline void lut4_row(const Int8Rows& x, int64_t m0, const RowsOf& p
   table.take(p, n);
   const int8_t* xq[X];
   const float* d[X];
-  const int32_t* sums[X];
   __m512 acc[X];
   for (int j = 0; j < X; ++j) {
     xq[j] = x.nibble_codes + (m0 + j) * x.k_pad;
     d[j] = x.q4_lane_scales + (m0 + j) * (x.k_pad / 8);
-    sums[j] = x.q4_lane_sums + (m0 + j) * (x.k_pad / 8);
     acc[j] = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < steps; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     const __m512i bytes = c < whole ? _mm512_loadu_si512(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
-    lut4_step<X>(bytes, table.biased, xq, d, sums, c, acc);
+    lut4_step<X>(bytes, table.biased, xq, d, c, acc);
   }
   for (int j = 0; j < X; ++j) out[j] = hsum16(acc[j]) * table.scale;
 }
@@ -308,11 +305,10 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
   for (int j = 0; j < X; ++j) y[(m0 + j) * p.w.rows + n] = bias ? r[j] + bias[n] : r[j];
 }
 
-
 // Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for row 0 of x, side by side, into
 // out[0 .. R): each row's steps, scales and sums exactly as q4_row<1> / lut4_row<1> take them, the
 // loads of x shared; for weight rows far apart (CpuFeatures::decode_row_streams), each requesting its
-// lines kStreamBytesAhead on (gemm_kernels.h).
+// lines kStreamBytesAhead on (kernels/cpu.h).
 template <int R, WeightFormat F>
 SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const int64_t* rows, float* out,
                                      Lut4Table* tables) {
@@ -321,7 +317,6 @@ SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const i
   const int64_t row_bytes = w.cols / 2, steps = x.k_pad / 128, whole = row_bytes / 64;
   const int8_t* const xq = x.nibble_codes;
   const float* const d = x.q4_lane_scales;
-  const int32_t* const sums = x.q4_lane_sums;
   const uint8_t* row[R];
   int64_t blk[R];
   __m512 acc[R], scales16[R];
@@ -354,7 +349,7 @@ SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const i
       _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
       const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
       if constexpr (F == WeightFormat::Lut4)
-        lut4_step<1>(bytes, table[r], &xq, &d, &sums, c, &acc[r]);
+        lut4_step<1>(bytes, table[r], &xq, &d, c, &acc[r]);
       else
         q4_step<1>(bytes, _mm512_permutexvar_ps(pick, scales16[r]), &xq, &d, c, &acc[r]);
     }
@@ -395,7 +390,7 @@ SMOLVLM_VNNI void row_streams(const Int8Rows& x, const RowsOf& p, const float* b
 SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                                    int64_t n1) {
   const RowsOf p{w, int8_detail::groups_per_row(w)};
-  Lut4Table tables[4];
+  Lut4Table table;
   // One row of x where the CPU reads several streams best (CpuFeatures::decode_row_streams): as the
   // fp32 4-bit rows, each pass takes the next row of each quarter of the range, each stream with its
   // own requests ahead (HY-MT's q8 linears, best step 43-44 -> 35-40 ms against one stream with its
@@ -426,11 +421,11 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
     const char* ahead = requests.ahead(n);
     int64_t m = 0;
     for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr)
-      row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead, tables[0]);
+      row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead, table);
     switch (x.M - m) {
-      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead, tables[0]); break;
-      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead, tables[0]); break;
-      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead, tables[0]); break;
+      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead, table); break;
+      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead, table); break;
+      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead, table); break;
       default: break;
     }
   }
