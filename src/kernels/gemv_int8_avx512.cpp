@@ -20,13 +20,14 @@
 namespace smolvlm::gemm {
 namespace {
 
-// One weight row a pass (except for one row of x on the CPUs that read four streams best:
-// row_streams): the rows then stream in one after the other. Four adjacent weight rows a pass, sharing
-// the loads of x and running four FMA chains side by side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but slower from memory
-// (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads; bench/RESULTS.md). Several rows of x
-// (batched decode) share each step of the weight row instead: its codes are loaded and split once,
-// its scales picked once, for up to kXRows rows of x, each with its own accumulator adding its steps
-// in the reference's order, so every result has the bits it has alone.
+// One weight row a pass (except on the CPUs that read four streams best: row_streams): the rows then
+// stream in one after the other. Four adjacent weight rows a pass, sharing the loads of x and running
+// four FMA chains side by side, were 1.2x (q4) to 1.6x (q8) faster in cache on a 256 x 2048 weight but
+// slower from memory (HY-MT's token: q8 47.5-59.5 against 38.8-42.6 ms, two threads;
+// bench/RESULTS.md). Several rows of x (batched decode) share each step of the weight row instead: its
+// codes are loaded and split once, its scales picked once, for up to kXRows rows of x, each with its
+// own accumulator adding its steps in the reference's order, so every result has the bits it has
+// alone.
 constexpr int kXRows = 4;
 
 // Lanes i and i + 8, then i and i + 4, i and i + 2, then the two left (gemv_int8.h).
@@ -92,44 +93,56 @@ SMOLVLM_VNNI inline void q8_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
   }
 }
 
-// Rows rows[0 .. R) of a Q8 weight for row m of x, into out[0 .. R): the Q8 products of several rows
-// of x share the loads of x across R weight rows instead (batched decode, a 1.8 B model's token
-// with 4 rows of x: 73-74 ms against 100-112 ms sharing the weight rows' loads across the rows of x;
-// the Q4 rows, whose nibbles take more work to unpack, measured the other way: 69-70 against 74-77).
-// With `ahead` (rows side by side), each step requests R lines there; with `streams` (rows far
+// Rows rows[0 .. R) of a Q8 weight for rows m0 .. m0 + X - 1 of x, into out[r * X + j]: each weight
+// row's codes are loaded and flipped once a step for all X rows of x, and each row of x's codes and
+// scales serve all R weight rows (batched decode, a 1.8 B model's token with 4 rows of x: sharing the
+// loads of x across 4 weight rows, 73-74 ms, beat sharing a weight row's across the rows of x, 100-112
+// ms). With `ahead` (rows side by side), each step requests R lines there; with `streams` (rows far
 // apart), each row requests its own line kStreamBytesAhead on.
-template <int R>
-SMOLVLM_VNNI inline void q8_rows(const Int8Rows& x, int64_t m, const RowsOf& p, const int64_t* rows, float* out,
-                                 const char* ahead, bool streams) {
+template <int R, int X, bool kStreams>
+SMOLVLM_VNNI inline void q8_block(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows, float* out,
+                                  const char* ahead) {
   const WeightRef& w = p.w;
-  const int64_t K = w.cols;
-  const int8_t* xq = x.codes + m * x.k_pad;
-  const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
+  const int64_t K = w.cols, steps = x.k_pad / 64, whole = K / 64;
+  const int8_t* xq[X];
+  const float* d[X];
+  for (int j = 0; j < X; ++j) xq[j] = x.codes + (m0 + j) * x.k_pad, d[j] = x.q8_lane_scales + (m0 + j) * (x.k_pad / 4);
   const int8_t* row[R];
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) row[r] = static_cast<const int8_t*>(w.data) + rows[r] * K, acc[r] = _mm512_setzero_ps();
+  __m512 acc[R * X];
+  for (int r = 0; r < R; ++r) row[r] = static_cast<const int8_t*>(w.data) + rows[r] * K;
+#pragma GCC unroll 16
+  for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t c = 0; c < x.k_pad / 64; ++c) {
+  auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
     if (ahead)
       for (int r = 0; r < R; ++r) _mm_prefetch(ahead + 64 * (R * c + r), _MM_HINT_T0);
-    if (streams)
+    if constexpr (kStreams)
       for (int r = 0; r < R; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
-    const __m512i xc = _mm512_loadu_si512(xq + 64 * c);
-    const __m512 dc = _mm512_loadu_ps(d + 16 * c);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m512i codes = _mm512_xor_si512(load_codes(row[r], 64 * c, K), flip);  // q + 128
-      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, xc);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dc, acc[r]);
+      const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, K);
+      const __m512i codes = _mm512_xor_si512(bytes, flip);  // q + 128
+#pragma GCC unroll 4
+      for (int j = 0; j < X; ++j) {
+        const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(xq[j] + 64 * c));
+        acc[r * X + j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[r * X + j]);
+      }
     }
-  }
+  };
+  int64_t c = 0;
+  for (; c < whole; ++c) step(c, true);
+  for (; c < steps; ++c) step(c, false);
   for (int r = 0; r < R; ++r) {
     const int64_t blk = p.first_block(rows[r]);
     const float s = half_to_float(w.quant.scales[blk]);
     const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
-                                                     _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(acc[r]))));
-    out[r] = centred * s;
+    for (int j = 0; j < X; ++j) {
+      const float centred =
+          _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m0 + j]),
+                                     _mm_set_ss(hsum16(acc[r * X + j]))));
+      out[r * X + j] = centred * s;
+    }
   }
 }
 
@@ -305,69 +318,132 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
   for (int j = 0; j < X; ++j) y[(m0 + j) * p.w.rows + n] = bias ? r[j] + bias[n] : r[j];
 }
 
-// Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for row 0 of x, side by side, into
-// out[0 .. R): each row's steps, scales and sums exactly as q4_row<1> / lut4_row<1> take them, the
-// loads of x shared; for weight rows far apart (CpuFeatures::decode_row_streams), each requesting its
-// lines kStreamBytesAhead on (kernels/cpu.h).
-template <int R, WeightFormat F>
-SMOLVLM_VNNI inline void nibble_rows(const Int8Rows& x, const RowsOf& p, const int64_t* rows, float* out,
-                                     Lut4Table* tables) {
+// Row n of y for every row of x, kXRows at a time; `ahead` requested with the first.
+SMOLVLM_VNNI inline void row_for_every_x_row(const Int8Rows& x, const RowsOf& p, const float* bias, float* y,
+                                             int64_t n, const char* ahead, Lut4Table& table) {
+  int64_t m = 0;
+  for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr) row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead, table);
+  switch (x.M - m) {
+    case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead, table); break;
+    case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead, table); break;
+    case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead, table); break;
+    default: break;
+  }
+}
+
+// Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for rows m0 .. m0 + X - 1 of x,
+// side by side, into out[r * X + j]: each (row, row of x) pair's steps, scales and sums exactly as
+// q4_row<1> / lut4_row<1> take them. A step's weight bytes are split (and looked up) once for the X
+// rows of x, the loads of x and LUT4's offset terms (128 times the x codes' sums, x's alone) once for
+// the R weight rows. With `request`, for weight rows far apart (CpuFeatures::decode_row_streams), each
+// row requests its lines kStreamBytesAhead on (kernels/cpu.h).
+template <int R, int X, WeightFormat F, bool kRequest>
+SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows, float* out,
+                                      Lut4Table* tables) {
   static_assert(F == WeightFormat::Q4 || F == WeightFormat::Lut4);
   const WeightRef& w = p.w;
   const int64_t row_bytes = w.cols / 2, steps = x.k_pad / 128, whole = row_bytes / 64;
-  const int8_t* const xq = x.nibble_codes;
-  const float* const d = x.q4_lane_scales;
+  const int8_t* xq[X];
+  const float* d[X];
+  for (int j = 0; j < X; ++j)
+    xq[j] = x.nibble_codes + (m0 + j) * x.k_pad, d[j] = x.q4_lane_scales + (m0 + j) * (x.k_pad / 8);
   const uint8_t* row[R];
   int64_t blk[R];
-  __m512 acc[R], scales16[R];
+  __m512 acc[R * X], scales16[R];
   __m512i table[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     row[r] = static_cast<const uint8_t*>(w.data) + rows[r] * row_bytes;
     blk[r] = p.first_block(rows[r]);
-    acc[r] = _mm512_setzero_ps();
     scales16[r] = _mm512_setzero_ps();
     if constexpr (F == WeightFormat::Lut4) {
       tables[r].take(p, rows[r]);
       table[r] = tables[r].biased;
     }
   }
+#pragma GCC unroll 16
+  for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F), offset = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
-    if constexpr (F == WeightFormat::Q4) {
-      if (c % 8 == 0) {
-        const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
-        const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
+    __m512i start[X];  // where each row of x's integer sums start: 0, for LUT4 less its offset terms
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-          scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+    for (int j = 0; j < X; ++j) start[j] = _mm512_setzero_si512();
+    if constexpr (F == WeightFormat::Lut4) {
+#pragma GCC unroll 4
+      for (int j = 0; j < X; ++j) {
+        const int8_t* xj = xq[j] + 128 * c;
+        const __m512i x128 = _mm512_dpbusd_epi32(
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, _mm512_loadu_si512(xj)), offset, _mm512_loadu_si512(xj + 64));
+        start[j] = _mm512_sub_epi32(start[j], x128);
       }
+    } else if (c % 8 == 0) {
+      const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
+      const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
     }
     const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
+      if constexpr (kRequest)
+        _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
       const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
+      __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
       if constexpr (F == WeightFormat::Lut4)
-        lut4_step<1>(bytes, table[r], &xq, &d, c, &acc[r]);
-      else
-        q4_step<1>(bytes, _mm512_permutexvar_ps(pick, scales16[r]), &xq, &d, c, &acc[r]);
+        even = _mm512_shuffle_epi8(table[r], even), odd = _mm512_shuffle_epi8(table[r], odd);
+      const __m512 s = _mm512_permutexvar_ps(pick, scales16[r]);
+#pragma GCC unroll 4
+      for (int j = 0; j < X; ++j) {
+        const int8_t* xj = xq[j] + 128 * c;
+        __m512i isum = _mm512_dpbusd_epi32(start[j], even, _mm512_loadu_si512(xj));
+        isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xj + 64));
+        const __m512 dj = _mm512_loadu_ps(d[j] + 16 * c);
+        __m512& a = acc[r * X + j];
+        if constexpr (F == WeightFormat::Lut4)
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dj, a);
+        else
+          a = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), dj), s, a);
+      }
     }
   };
   int64_t c = 0;
   for (; c < whole; ++c) step(c, true);
   for (; c < steps; ++c) step(c, false);
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    if constexpr (F == WeightFormat::Lut4)
-      out[r] = hsum16(acc[r]) * tables[r].scale;
-    else
-      out[r] = hsum16(_mm512_add_ps(acc[r], q4_min_terms(x, 0, p, blk[r])));
-  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < X; ++j) {
+      if constexpr (F == WeightFormat::Lut4)
+        out[r * X + j] = hsum16(acc[r * X + j]) * tables[r].scale;
+      else
+        out[r * X + j] = hsum16(_mm512_add_ps(acc[r * X + j], q4_min_terms(x, m0 + j, p, blk[r])));
+    }
 }
 
-// One row of x over rows [n0, n1) as four streams: each pass takes the next row of
-// each quarter of the range (the rows left over one by one).
+// Rows m0 .. m0 + X - 1 of x for the four rows of a pass, into y.
+template <int X, WeightFormat F>
+SMOLVLM_VNNI inline void four_rows(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows,
+                                   const float* bias, float* y, Lut4Table* tables) {
+  float r[4 * X];
+  if constexpr (F == WeightFormat::Q8) {
+    if (m0 == 0)
+      q8_block<4, X, true>(x, m0, p, rows, r, nullptr);
+    else
+      q8_block<4, X, false>(x, m0, p, rows, r, nullptr);
+  } else {
+    if (m0 == 0)
+      nibble_block<4, X, F, true>(x, m0, p, rows, r, tables);
+    else
+      nibble_block<4, X, F, false>(x, m0, p, rows, r, tables);
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < X; ++j) y[(m0 + j) * p.w.rows + rows[i]] = bias ? r[i * X + j] + bias[rows[i]] : r[i * X + j];
+}
+
+// Every row of x over rows [n0, n1) as four streams: each pass takes the next row of each quarter of
+// the range (the rows left over one by one), for up to kXRows rows of x at a time; the first rows of
+// x make the streams' requests, the others find the pass's rows in cache.
 template <WeightFormat F>
 SMOLVLM_VNNI void row_streams(const Int8Rows& x, const RowsOf& p, const float* bias, float* y, int64_t n0,
                               int64_t n1) {
@@ -375,14 +451,16 @@ SMOLVLM_VNNI void row_streams(const Int8Rows& x, const RowsOf& p, const float* b
   const int64_t part = (n1 - n0) / 4;
   for (int64_t i = 0; i < part; ++i) {
     const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
-    float r[4];
-    if constexpr (F == WeightFormat::Q8)
-      q8_rows<4>(x, 0, p, rows, r, nullptr, true);
-    else
-      nibble_rows<4, F>(x, p, rows, r, tables);
-    for (int j = 0; j < 4; ++j) y[rows[j]] = bias ? r[j] + bias[rows[j]] : r[j];
+    int64_t m = 0;
+    for (; m + kXRows <= x.M; m += kXRows) four_rows<kXRows, F>(x, m, p, rows, bias, y, tables);
+    switch (x.M - m) {
+      case 3: four_rows<3, F>(x, m, p, rows, bias, y, tables); break;
+      case 2: four_rows<2, F>(x, m, p, rows, bias, y, tables); break;
+      case 1: four_rows<1, F>(x, m, p, rows, bias, y, tables); break;
+      default: break;
+    }
   }
-  for (int64_t n = n0 + 4 * part; n < n1; ++n) row_for_x_rows<1>(x, p, bias, y, n, 0, nullptr, tables[0]);
+  for (int64_t n = n0 + 4 * part; n < n1; ++n) row_for_every_x_row(x, p, bias, y, n, nullptr, tables[0]);
 }
 
 }  // namespace
@@ -391,12 +469,14 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
                                    int64_t n1) {
   const RowsOf p{w, int8_detail::groups_per_row(w)};
   Lut4Table table;
-  // One row of x where the CPU reads several streams best (CpuFeatures::decode_row_streams): as the
-  // fp32 4-bit rows, each pass takes the next row of each quarter of the range, each stream with its
-  // own requests ahead (HY-MT's q8 linears, best step 43-44 -> 35-40 ms against one stream with its
-  // requests, 3 alternated rounds; bench/RESULTS.md).
+  // Where the CPU reads several streams best (CpuFeatures::decode_row_streams): as the fp32 4-bit
+  // rows, each pass takes the next row of each quarter of the range, each stream with its own
+  // requests ahead (HY-MT's q8 linears, one row of x, best step 43-44 -> 35-40 ms against one stream
+  // with its requests, 3 alternated rounds; bench/RESULTS.md), the rows of x up to kXRows at a time
+  // (the 256M model's LUT4 products alone in cache, one thread, 4 rows of x: 17.5-18.2 -> 9.6-10.6 us
+  // a 576 x 576 weight; 2 rows 12.3-12.5 -> 5.1-5.9).
   const bool nibbles = w.format == WeightFormat::Lut4 || (w.format == WeightFormat::Q4 && w.quant.group_size == 64);
-  if (x.M == 1 && (nibbles || w.format == WeightFormat::Q8) && cpu_features().decode_row_streams()) {
+  if ((nibbles || w.format == WeightFormat::Q8) && cpu_features().decode_row_streams()) {
     switch (w.format) {
       case WeightFormat::Lut4: row_streams<WeightFormat::Lut4>(x, p, bias, y, n0, n1); break;
       case WeightFormat::Q4: row_streams<WeightFormat::Q4>(x, p, bias, y, n0, n1); break;
@@ -409,26 +489,15 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
   if (w.format == WeightFormat::Q8 && x.M > 1)
     for (; n + kXRows <= n1; n += kXRows) {
       const char* ahead = requests.ahead(n, kXRows);
+      const int64_t rows[kXRows] = {n, n + 1, n + 2, n + 3};
       for (int64_t m = 0; m < x.M; ++m) {
         float r[kXRows];
-        const int64_t rows[kXRows] = {n, n + 1, n + 2, n + 3};
-        q8_rows<kXRows>(x, m, p, rows, r, m == 0 ? ahead : nullptr, false);
+        q8_block<kXRows, 1, false>(x, m, p, rows, r, m == 0 ? ahead : nullptr);
         for (int i = 0; i < kXRows; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
       }
     }
-  for (; n < n1; ++n) {
-    // The requests go out with the first rows of x: a row of the weight ahead a pass.
-    const char* ahead = requests.ahead(n);
-    int64_t m = 0;
-    for (; m + kXRows <= x.M; m += kXRows, ahead = nullptr)
-      row_for_x_rows<kXRows>(x, p, bias, y, n, m, ahead, table);
-    switch (x.M - m) {
-      case 3: row_for_x_rows<3>(x, p, bias, y, n, m, ahead, table); break;
-      case 2: row_for_x_rows<2>(x, p, bias, y, n, m, ahead, table); break;
-      case 1: row_for_x_rows<1>(x, p, bias, y, n, m, ahead, table); break;
-      default: break;
-    }
-  }
+  // The requests go out with the first rows of x: a row of the weight ahead a pass.
+  for (; n < n1; ++n) row_for_every_x_row(x, p, bias, y, n, requests.ahead(n), table);
 }
 
 }  // namespace smolvlm::gemm
