@@ -154,6 +154,7 @@ GemmKernels make_bf16_kernels() {
   k.gemv_int8 = gemv_int8_avx512;
   k.int8_needs_vnni = true;
   k.int8_name = "avx512-vnni int8";
+  k.round_int8_row = round_int8_row_avx512;
   return k;
 }
 }  // namespace

@@ -61,6 +61,8 @@ struct GemmKernels {
                     int64_t n1) = nullptr;
   bool int8_needs_vnni = false;
   const char* int8_name = nullptr;  // what decode_product_name() calls them: "avx2 int8", ...
+  // The rounding of x for them, where the path has its own (round_int8_row_reference's bits).
+  void (*round_int8_row)(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) = nullptr;
 };
 
 // Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
@@ -103,6 +105,7 @@ const GemmKernels& gemm_kernels_neon();
 using GemvInt8 = void (*)(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0,
                           int64_t n1);
 void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void round_int8_row_avx512(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums);
 void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_avxvnni(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_neon(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
@@ -118,6 +121,8 @@ struct Int8Product {
   KernelPath path;
   bool taken = false;
   int64_t max_rows = 0;
+  // How the path that takes it rounds x (round_int8_row_reference where it has no rounding of its own).
+  void (*round)(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) = nullptr;
 };
 std::vector<Int8Product> int8_products();
 

@@ -131,7 +131,14 @@ float reference_lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64
 
 }  // namespace
 
-Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
+void round_int8_row_reference(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) {
+  for (int64_t j = 0; j < k_pad / Int8Rows::kBlock; ++j) {
+    const int64_t k0 = j * Int8Rows::kBlock, n = std::clamp<int64_t>(K - k0, 0, Int8Rows::kBlock);
+    quantize_block(n > 0 ? x + k0 : x, n, q + k0, scales[j], sums[j]);
+  }
+}
+
+Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K, RoundInt8Row round) {
   Int8Rows r;
   r.M = M, r.K = K;
   r.k_pad = (K + Int8Rows::kPadTo - 1) / Int8Rows::kPadTo * Int8Rows::kPadTo;
@@ -160,10 +167,7 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K) {
   for (int64_t m = 0; m < M; ++m) {
     int8_t* q = codes + m * r.k_pad;
     float* scale = block_scales + m * blocks;
-    for (int64_t j = 0; j < blocks; ++j) {
-      const int64_t k0 = j * Int8Rows::kBlock, n = std::clamp<int64_t>(K - k0, 0, Int8Rows::kBlock);
-      quantize_block(n > 0 ? x + m * K + k0 : x, n, q + k0, scale[j], block_sums[m * blocks + j]);
-    }
+    round(x + m * K, K, r.k_pad, q, scale, block_sums + m * blocks);
     const float* sums = block_sums + m * blocks;
     for (int64_t i = 0; i < blocks / 2; ++i) pair_sums[m * blocks / 2 + i] = sums[2 * i] + sums[2 * i + 1];
     float row = 0.f;

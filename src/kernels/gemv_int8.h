@@ -47,13 +47,19 @@ struct Int8Rows {
   const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
 };
 
+// One row of x rounded as described above: codes q[0 .. k_pad) (zero past K), and per block of 32
+// its scale d_j and d_j times its codes' sum. The reference below; a kernel path may bring its own,
+// which must give these bits.
+using RoundInt8Row = void (*)(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums);
+void round_int8_row_reference(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums);
+
 // Owns the arrays of an Int8Rows and keeps them between products: one 64-byte aligned block, each
 // array and each row of x in it starting a cache line, so the kernels' 64-byte loads of x never
 // straddle two lines.
 class Int8RowsBuffer {
  public:
-  // x [M, K] (rows K floats apart), finite values, rounded as described above.
-  Int8Rows quantize(const float* x, int64_t M, int64_t K);
+  // x [M, K] (rows K floats apart), finite values, rounded as described above, each row by `round`.
+  Int8Rows quantize(const float* x, int64_t M, int64_t K, RoundInt8Row round = round_int8_row_reference);
 
  private:
   AlignedBuffer storage_;

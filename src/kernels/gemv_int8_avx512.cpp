@@ -500,4 +500,37 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
   for (; n < n1; ++n) row_for_every_x_row(x, p, bias, y, n, requests.ahead(n), table);
 }
 
+// round_int8_row_reference's bits, a block of 32 values in two registers: the largest magnitude
+// exact in any order (a NaN ignored, as the reference's comparisons ignore it), each code from the
+// separately rounded product and sum (rounding intrinsics: never fused), the codes' sum exact.
+void round_int8_row_avx512(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) {
+  const __m512 shift = _mm512_set1_ps(12582912.f);  // 1.5 * 2^23, as quantize_block
+  const __m512i shift_bits = _mm512_set1_epi32(0x4B400000), low = _mm512_set1_epi32(-127),
+                high = _mm512_set1_epi32(127);
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  auto codes = [&](__m512 v, __m512 inv) __attribute__((always_inline)) {
+    __m512 shifted = _mm512_add_round_ps(_mm512_mul_round_ps(v, inv, kRound), shift, kRound);
+    shifted = _mm512_mask_mov_ps(shift, _mm512_cmp_ps_mask(shifted, shifted, _CMP_EQ_OQ), shifted);
+    const __m512i c = _mm512_sub_epi32(_mm512_castps_si512(shifted), shift_bits);
+    return _mm512_min_epi32(_mm512_max_epi32(c, low), high);
+  };
+  for (int64_t j = 0; j < k_pad / 32; ++j) {
+    const int64_t k0 = 32 * j, n = K - k0 < 0 ? 0 : K - k0 < 32 ? K - k0 : 32;
+    const __mmask16 first = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
+    const __mmask16 second = n >= 32 ? 0xFFFF : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0;
+    const float* at = n > 0 ? x + k0 : x;
+    const __m512 v0 = _mm512_maskz_loadu_ps(first, at), v1 = _mm512_maskz_loadu_ps(second, at + 16);
+    // max(a, b) gives b where a is NaN.
+    const __m512 a = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
+    const float amax = _mm512_reduce_max_ps(a);
+    const __m512 inv = _mm512_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
+    const __m512i c0 = codes(v0, inv), c1 = codes(v1, inv);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0), _mm512_cvtepi32_epi8(c0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + 16), _mm512_cvtepi32_epi8(c1));
+    const float scale = amax / 127.f;
+    scales[j] = scale;
+    sums[j] = scale * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1)));
+  }
+}
+
 }  // namespace smolvlm::gemm

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -85,6 +87,50 @@ TEST(Int8Rows, CodesRoundToNearestTiesToEven) {
     const float inv = 127.f / amax;
     for (int64_t i = 0; i < 32; ++i)
       EXPECT_EQ(r.codes[32 * j + i], static_cast<int8_t>(std::nearbyint(x[size_t(32 * j + i)] * inv))) << j << " " << i;
+  }
+}
+
+TEST(Int8Rows, EveryPathsRoundingGivesTheReferenceBits) {
+  // Each path's rounding of x (its own where it has one: GemmKernels::round_int8_row) gives the
+  // reference's codes, scales and sums bit for bit: K with short last blocks and whole blocks past K
+  // (k_pad), ties, a block of zeros, one of tiny values, huge ones, and the values the reference
+  // turns to code 0 (a NaN, an infinity's block).
+  std::mt19937 rng(12);
+  for (const gemm::Int8Product& path : gemm::int8_products()) {
+    for (int64_t K : {1, 15, 16, 17, 31, 32, 33, 100, 128, 576, 1000}) {
+      const int64_t k_pad = (K + 127) / 128 * 128, blocks = k_pad / 32;
+      std::vector<float> x = uniform(size_t(K), rng, -3.f, 3.f);
+      if (K > 12) {
+        x[0] = 127.f;  // block 0: each code is x rounded, ties included
+        const float ties[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -126.5f, 3.49f, -3.51f};
+        for (size_t i = 0; i < std::size(ties); ++i) x[1 + i] = ties[i];
+      }
+      if (K >= 576) {
+        for (int64_t i = 32; i < 64; ++i) x[size_t(i)] = 0.f;
+        for (int64_t i = 64; i < 96; ++i) x[size_t(i)] *= 1e-30f;
+        for (int64_t i = 96; i < 128; ++i) x[size_t(i)] *= 1e30f;
+        x[130] = std::nanf("");  // in the first half of its block
+        x[150] = std::nanf("");  // in the second
+        x[170] = std::numeric_limits<float>::infinity();
+        // Block 6 (amax 3, so 127 / 3 is inexact): values whose product with it rounds to a half
+        // that the exact product is not at, where one fused rounding would give another code.
+        x[192] = 3.f;
+        const float inv = 127.f / 3.f;
+        int64_t at = 193;
+        for (int k = 0; k < 127 && at < 224; ++k)
+          for (float v = (k + 0.5f) / inv, i = 0; i < 64 && at < 224; ++i, v = std::nextafter(v, 4.f))
+            if (std::nearbyint(v * inv) != std::nearbyint(double(v) * double(inv))) x[size_t(at++)] = v;
+        EXPECT_GT(at, 200) << "values that tell one rounding from two";
+      }
+      std::vector<int8_t> q_ref(size_t(k_pad), 1), q(size_t(k_pad), 2);
+      const size_t n = static_cast<size_t>(blocks);
+      std::vector<float> s_ref(n), sums_ref(n), s(n), sums(n);
+      round_int8_row_reference(x.data(), K, k_pad, q_ref.data(), s_ref.data(), sums_ref.data());
+      path.round(x.data(), K, k_pad, q.data(), s.data(), sums.data());
+      EXPECT_EQ(q_ref, q) << path.name << " K " << K;
+      EXPECT_EQ(0, std::memcmp(s_ref.data(), s.data(), s.size() * sizeof(float))) << path.name << " K " << K;
+      EXPECT_EQ(0, std::memcmp(sums_ref.data(), sums.data(), sums.size() * sizeof(float))) << path.name << " K " << K;
+    }
   }
 }
 
