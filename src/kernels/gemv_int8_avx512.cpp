@@ -97,7 +97,7 @@ SMOLVLM_VNNI inline void q8_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
 // row's codes are loaded and flipped once a step for all X rows of x, and each row of x's codes and
 // scales serve all R weight rows (batched decode, a 1.8 B model's token with 4 rows of x: sharing the
 // loads of x across 4 weight rows, 73-74 ms, beat sharing a weight row's across the rows of x, 100-112
-// ms). With `ahead` (rows side by side), each step requests R lines there; with `streams` (rows far
+// ms). With `ahead` (rows side by side), each step requests R lines there; with kStreams (rows far
 // apart), each row requests its own line kStreamBytesAhead on.
 template <int R, int X, bool kStreams>
 SMOLVLM_VNNI inline void q8_block(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows, float* out,
