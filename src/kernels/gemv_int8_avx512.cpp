@@ -518,8 +518,9 @@ void round_int8_row_avx512(const float* x, int64_t K, int64_t k_pad, int8_t* q, 
     const int64_t k0 = 32 * j, n = K - k0 < 0 ? 0 : K - k0 < 32 ? K - k0 : 32;
     const __mmask16 first = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
     const __mmask16 second = n >= 32 ? 0xFFFF : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0;
+    // Masked loads read nothing where their mask is clear; the addresses stay within x all the same.
     const float* at = n > 0 ? x + k0 : x;
-    const __m512 v0 = _mm512_maskz_loadu_ps(first, at), v1 = _mm512_maskz_loadu_ps(second, at + 16);
+    const __m512 v0 = _mm512_maskz_loadu_ps(first, at), v1 = _mm512_maskz_loadu_ps(second, n > 16 ? at + 16 : at);
     // max(a, b) gives b where a is NaN.
     const __m512 a = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
     const float amax = _mm512_reduce_max_ps(a);
