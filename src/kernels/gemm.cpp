@@ -80,11 +80,6 @@ thread_local AlignedBuffer t_packed_input;   // the caller's whole packed x
 thread_local AlignedBuffer t_packed_rows;    // x of linear_packed()
 thread_local Int8RowsBuffer t_int8_rows;     // the caller's x rounded to int8 (the integer products)
 
-// How the integer products' x is rounded on a path: its own rounding, else the reference (same bits).
-RoundInt8Row int8_rounding(const gemm::GemmKernels& kern) {
-  return kern.round_int8_row ? kern.round_int8_row : round_int8_row_reference;
-}
-
 // Whether a streaming product of w runs on integers (kernels/gemv_int8.h): Precision::Fast, kernels
 // that have them (the avx512 ones on a CPU with avx512_vnni) and a weight layout they take.
 bool takes_int8(const gemm::GemmKernels& kern, Precision precision, const WeightRef& w) {
@@ -200,7 +195,7 @@ void gemv_per_thread(ThreadPool& pool, int64_t n, const std::function<void(int64
 void linear_simd(const gemm::GemmKernels& kern, const float* x, int64_t M, const WeightRef& w, const float* bias,
                  float* y, ThreadPool& pool) {
   if (M <= kern.gemv_max_m && takes_int8(kern, pool, w)) {
-    const Int8Rows xq = t_int8_rows.quantize(x, M, w.cols, int8_rounding(kern));  // once, for every row of w
+    const Int8Rows xq = t_int8_rows.quantize(x, M, w.cols, kern.round_int8_row);  // once, for every row of w
     gemv_per_thread(pool, w.rows, [&](int64_t n0, int64_t n1) { kern.gemv_int8(xq, w, bias, y, n0, n1); });
     return;
   }
@@ -478,7 +473,7 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
   // the outputs the integer products take.
   bool any_int8 = false;
   for (const LinearOutput& o : outputs) any_int8 = any_int8 || takes_int8(*kern, pool, o.w);
-  const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols, int8_rounding(*kern)) : Int8Rows{};
+  const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols, kern->round_int8_row) : Int8Rows{};
   gemv_per_thread(pool, total, [&](int64_t r0, int64_t r1) {
     int64_t base = 0;
     for (const LinearOutput& o : outputs) {
@@ -518,7 +513,7 @@ std::vector<gemm::Int8Product> gemm::int8_products() {
     const GemmKernels* k = precision_supported(path, Precision::Fast) ? simd_kernels(path, Precision::Fast, false)
                                                                       : nullptr;
     const bool taken = k && k->gemv_int8 == run;
-    v.push_back({name, run, path, taken, taken ? k->gemv_max_m : 0, k ? int8_rounding(*k) : round_int8_row_reference});
+    v.push_back({name, run, path, taken, taken ? k->gemv_max_m : 0, k ? k->round_int8_row : round_int8_row_reference});
   };
   [[maybe_unused]] const CpuFeatures& f = cpu_features();
 #if SMOLVLM_HAVE_X86_KERNELS

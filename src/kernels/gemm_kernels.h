@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/gemv_int8.h"
 
 namespace smolvlm {
-struct Int8Rows;
 }
 
 namespace smolvlm::gemm {
@@ -61,8 +61,8 @@ struct GemmKernels {
                     int64_t n1) = nullptr;
   bool int8_needs_vnni = false;
   const char* int8_name = nullptr;  // what decode_product_name() calls them: "avx2 int8", ...
-  // The rounding of x for them, where the path has its own (round_int8_row_reference's bits).
-  void (*round_int8_row)(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) = nullptr;
+  // The rounding of x for them: the path's own where it has one (round_int8_row_reference's bits).
+  RoundInt8Row round_int8_row = round_int8_row_reference;
 };
 
 // Throws Error(Unsupported) naming a format the kernels cannot read (defined in the portable
@@ -121,8 +121,7 @@ struct Int8Product {
   KernelPath path;
   bool taken = false;
   int64_t max_rows = 0;
-  // How the path that takes it rounds x (round_int8_row_reference where it has no rounding of its own).
-  void (*round)(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) = nullptr;
+  RoundInt8Row round = round_int8_row_reference;  // how its path rounds x (GemmKernels::round_int8_row)
 };
 std::vector<Int8Product> int8_products();
 

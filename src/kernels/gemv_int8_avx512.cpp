@@ -59,40 +59,6 @@ struct RowsOf {
   }
 };
 
-// Row n of a Q8 weight for rows m0 .. m0 + X - 1 of x, into out[0 .. X).
-template <int X>
-SMOLVLM_VNNI inline void q8_row(const Int8Rows& x, int64_t m0, const RowsOf& p, int64_t n, float* out,
-                                const char* ahead) {
-  const WeightRef& w = p.w;
-  const int64_t K = w.cols;
-  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
-  const int8_t* xq[X];
-  const float* d[X];
-  __m512 acc[X];
-  for (int j = 0; j < X; ++j) {
-    xq[j] = x.codes + (m0 + j) * x.k_pad;
-    d[j] = x.q8_lane_scales + (m0 + j) * (x.k_pad / 4);
-    acc[j] = _mm512_setzero_ps();
-  }
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t c = 0; c < x.k_pad / 64; ++c) {
-    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    const __m512i codes = _mm512_xor_si512(load_codes(row, 64 * c, K), flip);  // q + 128
-    for (int j = 0; j < X; ++j) {
-      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, _mm512_loadu_si512(xq[j] + 64 * c));
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
-    }
-  }
-  const int64_t blk = p.first_block(n);
-  const float s = half_to_float(w.quant.scales[blk]);
-  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-  for (int j = 0; j < X; ++j) {
-    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
-                                                     _mm_set_ss(x.row_sums[m0 + j]), _mm_set_ss(hsum16(acc[j]))));
-    out[j] = centred * s;
-  }
-}
-
 // Rows rows[0 .. R) of a Q8 weight for rows m0 .. m0 + X - 1 of x, into out[r * X + j]: each weight
 // row's codes are loaded and flipped once a step for all X rows of x, and each row of x's codes and
 // scales serve all R weight rows (batched decode, a 1.8 B model's token with 4 rows of x: sharing the
@@ -265,20 +231,33 @@ struct Lut4Table {
   }
 };
 
-// One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as t + 128,
-// multiplied by the x codes, less the same x codes times 128 (also by vpdpbusd): the lane's sum of t
-// times x, exactly; then scaled by the lane scales.
+// Where each of X rows of x's integer sums of LUT4 step c start: less 128 times its codes' lane sums
+// (vpdpbusd takes the looked-up nibbles as unsigned bytes, t + 128); x's alone, so once a step for
+// every weight row a pass takes.
 template <int X>
-[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const int8_t* const* xq,
-                                                          const float* const* d, int64_t c, __m512* acc) {
-  const __m512i low = _mm512_set1_epi8(0x0F), offset = _mm512_set1_epi8(static_cast<char>(0x80));
+[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_starts(const int8_t* const* xq, int64_t c, __m512i* start) {
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int j = 0; j < X; ++j) {
+    const __m512i x128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, _mm512_loadu_si512(xq[j] + 128 * c)),
+                                             offset, _mm512_loadu_si512(xq[j] + 128 * c + 64));
+    start[j] = _mm512_sub_epi32(_mm512_setzero_si512(), x128);
+  }
+}
+
+// One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as t + 128,
+// multiplied by the x codes from lut4_starts' values: the lane's sum of t times x, exactly; then
+// scaled by the lane scales.
+template <int X>
+[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const __m512i* start,
+                                                          const int8_t* const* xq, const float* const* d, int64_t c,
+                                                          __m512* acc) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
   const __m512i even = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low));
   const __m512i odd = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
   for (int j = 0; j < X; ++j) {
-    const __m512i xe = _mm512_loadu_si512(xq[j] + 128 * c), xo = _mm512_loadu_si512(xq[j] + 128 * c + 64);
-    const __m512i isum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), even, xe), odd, xo);
-    const __m512i x128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xe), offset, xo);
-    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum, x128)), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
+    __m512i isum = _mm512_dpbusd_epi32(start[j], even, _mm512_loadu_si512(xq[j] + 128 * c));
+    isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq[j] + 128 * c + 64));
+    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
   }
 }
 
@@ -300,7 +279,9 @@ SMOLVLM_VNNI inline void lut4_row(const Int8Rows& x, int64_t m0, const RowsOf& p
   for (int64_t c = 0; c < steps; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     const __m512i bytes = c < whole ? _mm512_loadu_si512(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
-    lut4_step<X>(bytes, table.biased, xq, d, c, acc);
+    __m512i start[X];
+    lut4_starts<X>(xq, c, start);
+    lut4_step<X>(bytes, table.biased, start, xq, d, c, acc);
   }
   for (int j = 0; j < X; ++j) out[j] = hsum16(acc[j]) * table.scale;
 }
@@ -311,7 +292,7 @@ SMOLVLM_VNNI inline void row_for_x_rows(const Int8Rows& x, const RowsOf& p, cons
                                         int64_t m0, const char* ahead, Lut4Table& table) {
   float r[X];
   switch (p.w.format) {
-    case WeightFormat::Q8: q8_row<X>(x, m0, p, n, r, ahead); break;
+    case WeightFormat::Q8: q8_block<1, X, false>(x, m0, p, &n, r, ahead); break;
     case WeightFormat::Q4: q4_row<X>(x, m0, p, n, r, ahead); break;
     default: lut4_row<X>(x, m0, p, n, r, ahead, table); break;
   }
@@ -333,9 +314,8 @@ SMOLVLM_VNNI inline void row_for_every_x_row(const Int8Rows& x, const RowsOf& p,
 
 // Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for rows m0 .. m0 + X - 1 of x,
 // side by side, into out[r * X + j]: each (row, row of x) pair's steps, scales and sums exactly as
-// q4_row<1> / lut4_row<1> take them. A step's weight bytes are split (and looked up) once for the X
-// rows of x, the loads of x and LUT4's offset terms (128 times the x codes' sums, x's alone) once for
-// the R weight rows. With `request`, for weight rows far apart (CpuFeatures::decode_row_streams), each
+// q4_row<1> / lut4_row<1> take them (q4_step, lut4_step). A step's weight bytes are split (and looked
+// up) once for the X rows of x, LUT4's offset terms (lut4_starts, x's alone) once for the R weight rows. With `request`, for weight rows far apart (CpuFeatures::decode_row_streams), each
 // row requests its lines kStreamBytesAhead on (kernels/cpu.h).
 template <int R, int X, WeightFormat F, bool kRequest>
 SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows, float* out,
@@ -363,20 +343,11 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi8(0x0F), offset = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
-    __m512i start[X];  // where each row of x's integer sums start: 0, for LUT4 less its offset terms
-#pragma GCC unroll 4
-    for (int j = 0; j < X; ++j) start[j] = _mm512_setzero_si512();
+    [[maybe_unused]] __m512i start[X];
     if constexpr (F == WeightFormat::Lut4) {
-#pragma GCC unroll 4
-      for (int j = 0; j < X; ++j) {
-        const int8_t* xj = xq[j] + 128 * c;
-        const __m512i x128 = _mm512_dpbusd_epi32(
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, _mm512_loadu_si512(xj)), offset, _mm512_loadu_si512(xj + 64));
-        start[j] = _mm512_sub_epi32(start[j], x128);
-      }
+      lut4_starts<X>(xq, c, start);
     } else if (c % 8 == 0) {
       const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
       const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
@@ -390,22 +361,10 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
       if constexpr (kRequest)
         _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
       const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
-      __m512i even = _mm512_and_si512(bytes, low), odd = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
       if constexpr (F == WeightFormat::Lut4)
-        even = _mm512_shuffle_epi8(table[r], even), odd = _mm512_shuffle_epi8(table[r], odd);
-      const __m512 s = _mm512_permutexvar_ps(pick, scales16[r]);
-#pragma GCC unroll 4
-      for (int j = 0; j < X; ++j) {
-        const int8_t* xj = xq[j] + 128 * c;
-        __m512i isum = _mm512_dpbusd_epi32(start[j], even, _mm512_loadu_si512(xj));
-        isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xj + 64));
-        const __m512 dj = _mm512_loadu_ps(d[j] + 16 * c);
-        __m512& a = acc[r * X + j];
-        if constexpr (F == WeightFormat::Lut4)
-          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dj, a);
-        else
-          a = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), dj), s, a);
-      }
+        lut4_step<X>(bytes, table[r], start, xq, d, c, &acc[r * X]);
+      else
+        q4_step<X>(bytes, _mm512_permutexvar_ps(pick, scales16[r]), xq, d, c, &acc[r * X]);
     }
   };
   int64_t c = 0;
