@@ -46,6 +46,21 @@ void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64
   }
 }
 
+// Query heads per work item of rows attended one at a time: a kv head's whole group where that leaves
+// an item for every thread, so that the group's keys and values come from memory once and stay in
+// one thread's cache. Split by query head on 2 threads, the heads of a group ran on both and each
+// thread fetched the same keys and values (a decode step finds them cold: the weights streamed
+// through the cache since the last step): SmolVLM-256M's decode attention took 28-32k cycles a
+// layer against 20-23k by group (bench/RESULTS.md).
+int64_t heads_per_item(const AttentionShape& s, int64_t rows, int threads) {
+  return s.kv_heads * rows >= threads ? s.q_heads / s.kv_heads : 1;
+}
+
+// Row i of query heads [h0, h0 + heads).
+void attend_heads_row(const AttentionArgs& a, const AttentionShape& s, int64_t h0, int64_t heads, int64_t i) {
+  for (int64_t h = h0; h < h0 + heads; ++h) attend_rows_in_place(a, s, h, i, i + 1);
+}
+
 // A kv head's keys and values packed as the right-hand sides of scores = Q·Kᵀ and out = P·V, all keys
 // of the call, kept per thread: consecutive work items of a thread that read the same kv head reuse
 // them, and a causal block reads the prefix of keys it may see.
@@ -100,10 +115,19 @@ void attend_block_packed(const AttentionArgs& a, const AttentionShape& s, int64_
 
 void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool) {
   check(a, s);
+  // Each (query head, row) is computed the same way whatever the thread count and the grouping of
+  // the work items.
+  if (a.q_rows < kMinBlockRows) {  // items (heads, row), rows one at a time
+    const int64_t heads = heads_per_item(s, a.q_rows, pool.size()), items = s.q_heads / heads;
+    pool.parallel_for(items * a.q_rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item)
+        attend_heads_row(a, s, (item / a.q_rows) * heads, heads, item % a.q_rows);
+    });
+    return;
+  }
   // Work items are (head, block of query rows), ordered kv head, block, query head of the group, so
-  // consecutive items of a thread share packed keys/values. The blocking depends only on q_rows, so
-  // each output element is computed the same way whatever the thread count.
-  const int64_t block = a.q_rows >= kMinBlockRows ? std::min(a.q_rows, kQueryBlock) : 1;
+  // consecutive items of a thread share packed keys/values.
+  const int64_t block = std::min(a.q_rows, kQueryBlock);
   const int64_t blocks = (a.q_rows + block - 1) / block;
   const int64_t group = s.q_heads / s.kv_heads;
   const uint64_t call = ++g_attention_calls;
@@ -111,11 +135,7 @@ void attention(const AttentionArgs& a, const AttentionShape& s, ThreadPool& pool
     for (int64_t item = begin; item < end; ++item) {
       const int64_t kvh = item / (blocks * group), rest = item % (blocks * group);
       const int64_t h = kvh * group + rest % group, i0 = (rest / group) * block;
-      const int64_t i1 = std::min(a.q_rows, i0 + block);
-      if (block == 1)
-        attend_rows_in_place(a, s, h, i0, i1);
-      else
-        attend_block_packed(a, s, h, i0, i1, call);
+      attend_block_packed(a, s, h, i0, std::min(a.q_rows, i0 + block), call);
     }
   });
 }
@@ -125,11 +145,12 @@ void attention_single_rows(std::span<const AttentionArgs> args, const AttentionS
     check(a, s);
     if (a.q_rows != 1) throw bad_input("attention_single_rows: a query of " + std::to_string(a.q_rows) + " rows");
   }
-  // Items (query, head); one row takes attention()'s single-row path (block 1).
-  const int64_t heads = s.q_heads;
-  pool.parallel_for(static_cast<int64_t>(args.size()) * heads, 1, [&](int64_t begin, int64_t end) {
+  // Items (query, heads); one row takes attention()'s single-row path.
+  const int64_t queries = static_cast<int64_t>(args.size());
+  const int64_t heads = heads_per_item(s, queries, pool.size()), items = s.q_heads / heads;
+  pool.parallel_for(queries * items, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item)
-      attend_rows_in_place(args[static_cast<size_t>(item / heads)], s, item % heads, 0, 1);
+      attend_heads_row(args[static_cast<size_t>(item / items)], s, (item % items) * heads, heads, 0);
   });
 }
 

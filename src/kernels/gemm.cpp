@@ -449,7 +449,8 @@ void linear_reference(const float* x, int64_t M, const WeightRef& w, const float
   linear_rows(x, w.cols, M, w, w.cols, bias, y, w.rows, 0, w.rows);
 }
 
-void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool) {
+void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool,
+                         const std::function<void(int64_t, int64_t)>& rows_done) {
   const gemm::GemmKernels* kern = path_kernels(pool).simd;
   int64_t total = 0;
   for (const LinearOutput& o : outputs) {
@@ -457,31 +458,48 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
     if (o.w.cols != outputs[0].w.cols)
       throw bad_input("linear_shared_input: weights read inputs of different widths (" +
                       std::to_string(o.w.cols) + " and " + std::to_string(outputs[0].w.cols) + ")");
+    if (rows_done && o.w.rows != outputs[0].w.rows)
+      throw bad_input("linear_shared_input: outputs of " + std::to_string(o.w.rows) + " and " +
+                      std::to_string(outputs[0].w.rows) + " rows cannot be finished column by column");
     total += o.w.rows;
   }
+  const int64_t N = outputs.empty() ? 0 : outputs[0].w.rows;
+  const auto finish_all = [&] {
+    if (rows_done && N > 0) rows_done(0, N);
+  };
   if (!kern || M == 0 || outputs.empty() || outputs[0].w.cols == 0) {
     for (const LinearOutput& o : outputs) linear(x, M, o.w, o.bias, o.y, pool);
-    return;
+    return finish_all();
   }
   if (M > kern->gemv_max_m) {  // x packed once for all the outputs
     const PackedInput a = pack_input(*kern, x, M, outputs[0].w.cols, pool);
     for (const LinearOutput& o : outputs)
       if (o.w.rows > 0) linear_blocked(*kern, a, M, o.w, o.bias, o.y, pool);
-    return;
+    return finish_all();
   }
-  // Rows [0, total) run over the outputs' rows one after the other; x rounded to int8 once for all
-  // the outputs the integer products take.
+  // x rounded to int8 once for all the outputs the integer products take.
   bool any_int8 = false;
   for (const LinearOutput& o : outputs) any_int8 = any_int8 || takes_int8(*kern, pool, o.w);
   const Int8Rows xq = any_int8 ? t_int8_rows.quantize(x, M, outputs[0].w.cols, kern->round_int8_row) : Int8Rows{};
+  const auto rows = [&](const LinearOutput& o, int64_t b, int64_t e) {
+    if (takes_int8(*kern, pool, o.w))
+      kern->gemv_int8(xq, o.w, o.bias, o.y, b, e);
+    else
+      kern->gemv(x, M, o.w, o.bias, o.y, b, e);
+  };
+  if (rows_done) {  // each thread: the same columns of every output, then rows_done on them
+    gemv_per_thread(pool, N, [&](int64_t n0, int64_t n1) {
+      for (const LinearOutput& o : outputs) rows(o, n0, n1);
+      rows_done(n0, n1);
+    });
+    return;
+  }
+  // Rows [0, total) run over the outputs' rows one after the other.
   gemv_per_thread(pool, total, [&](int64_t r0, int64_t r1) {
     int64_t base = 0;
     for (const LinearOutput& o : outputs) {
       const int64_t b = std::max(r0, base) - base, e = std::min(r1, base + o.w.rows) - base;
-      if (b < e && takes_int8(*kern, pool, o.w))
-        kern->gemv_int8(xq, o.w, o.bias, o.y, b, e);
-      else if (b < e)
-        kern->gemv(x, M, o.w, o.bias, o.y, b, e);
+      if (b < e) rows(o, b, e);
       base += o.w.rows;
     }
   });

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -96,7 +97,15 @@ struct LinearOutput {
 // linear() for several weights that read the same x (q/k/v, gate/up). For a few rows (decode) all
 // outputs are computed in one parallel dispatch; for more, x is packed once for all of them. Every
 // element is computed as linear() would.
-void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool);
+//
+// With rows_done, every output has the same N rows, and rows_done(n0, n1) runs once the columns
+// [n0, n1) of every output's rows of y are written, on the thread that wrote them: decode's
+// element-wise work on the outputs (SwiGLU's silu(gate) * up) runs split as the products were,
+// instead of on one thread while the others wait. Columns [n0, n1) of each row m of y are
+// y[m * N + n0 .. m * N + n1). Where the product is not split by columns (many rows of x, the scalar
+// path), rows_done(0, N) runs once after it on the calling thread.
+void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool,
+                         const std::function<void(int64_t, int64_t)>& rows_done = {});
 
 // A 64-byte aligned float array that grows on demand and keeps its memory between uses (packing
 // scratch and packed weights). Growing does not keep the contents.

@@ -137,6 +137,42 @@ void silu_mul_avx2(float* gate, const float* up, int64_t n) {
   }
 }
 
+namespace {
+
+// A product the compiler may not fuse into a following add (this file is built with FMA and
+// contraction on; the reference rounds the product first).
+inline __m256 rounded_product(__m256 a, __m256 b) {
+  __m256 p = _mm256_mul_ps(a, b);
+  asm("" : "+x"(p));
+  return p;
+}
+
+// Lanes [0, n) of 8 (n < 8 in the last piece of a row).
+inline __m256i first_lanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+}  // namespace
+
+void rope_rotate_half_avx2(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
+                           const float* table) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* cos_r = table + r * head_dim;
+    const float* sin_r = cos_r + half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + h * head_dim;
+      for (int64_t i = 0; i < half; i += 8) {
+        const __m256i m = first_lanes(std::min<int64_t>(8, half - i));
+        const __m256 a = _mm256_maskload_ps(v + i, m), b = _mm256_maskload_ps(v + i + half, m);
+        const __m256 c = _mm256_maskload_ps(cos_r + i, m), s = _mm256_maskload_ps(sin_r + i, m);
+        _mm256_maskstore_ps(v + i, m, _mm256_sub_ps(rounded_product(a, c), rounded_product(b, s)));
+        _mm256_maskstore_ps(v + i + half, m, _mm256_add_ps(rounded_product(b, c), rounded_product(a, s)));
+      }
+    }
+  }
+}
+
 float scale_max_avx2(float* x, int64_t n, float scale) {
   const __m256 s = _mm256_set1_ps(scale);
   __m256 m = _mm256_set1_ps(-__builtin_inff());

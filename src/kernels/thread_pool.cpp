@@ -81,6 +81,7 @@ void ThreadPool::run_job(int index) {
   if (err) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_) error_ = err;
+    failed_.store(true);  // seen by the caller once pending_ reaches zero below
   }
   // The last worker out wakes the caller if it went to sleep. The caller publishes
   // caller_sleeping_ under mu_ before re-checking pending_, so this cannot miss it.
@@ -114,10 +115,6 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     return;
   }
   std::lock_guard<std::mutex> dispatch(dispatch_mu_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = nullptr;
-  }
   job_path_ = path;
   job_.store(&fn);
   pending_.store(num_threads_ - 1);
@@ -143,13 +140,14 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     caller_sleeping_.store(false);
   }
   job_.store(nullptr);
-  if (mine) std::rethrow_exception(mine);
   std::exception_ptr err;
-  {
+  if (failed_.load()) {  // a worker failed: take its error so that the next job starts clean
     std::lock_guard<std::mutex> lock(mu_);
     err = error_;
     error_ = nullptr;
+    failed_.store(false);
   }
+  if (mine) std::rethrow_exception(mine);
   if (err) std::rethrow_exception(err);
 }
 

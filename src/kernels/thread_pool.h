@@ -56,18 +56,22 @@ class ThreadPool {
   int num_threads_;
   std::optional<KernelPath> path_;
   Precision precision_;
-  KernelPath job_path_ = KernelPath::Scalar;  // the current job's; written before generation_ moves
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  std::atomic<const std::function<void(int)>*> job_{nullptr};
+  std::exception_ptr error_;  // guarded by mu_
+  std::mutex dispatch_mu_;    // one job at a time when several threads share the pool
+  // What a job's dispatch writes and its workers read, in one cache line of its own: a worker that
+  // sees the generation move finds the job beside it, and the caller's other state (the mutexes
+  // above) is not pulled across cores at every job.
+  alignas(64) std::atomic<const std::function<void(int)>*> job_{nullptr};
+  KernelPath job_path_ = KernelPath::Scalar;  // the current job's; written before generation_ moves
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleeping_workers_{0};
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stop_{false};
-  std::exception_ptr error_;  // guarded by mu_
-  std::mutex dispatch_mu_;    // one job at a time when several threads share the pool
+  std::atomic<bool> failed_{false};  // a worker stored error_ in this job: the caller then takes mu_
 };
 
 }  // namespace smolvlm

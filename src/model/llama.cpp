@@ -138,8 +138,11 @@ void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, T
   rms_norm(x, rows, H, l.post_norm.data(), static_cast<float>(cfg_.rms_norm_eps), s.normed.data(), pool);
   const LinearOutput gate_up[] = {{l.gate, optional_bias(l.gate_b), s.gate.data()},
                                   {l.up, optional_bias(l.up_b), s.up.data()}};
-  linear_shared_input(s.normed.data(), rows, gate_up, pool);
-  silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
+  // gate = silu(gate) * up, on each thread's columns as soon as it has them.
+  linear_shared_input(s.normed.data(), rows, gate_up, pool, [&](int64_t n0, int64_t n1) {
+    if (n0 == 0 && n1 == I) return silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
+    for (int64_t m = 0; m < rows; ++m) silu_mul(s.gate.data() + m * I + n0, s.up.data() + m * I + n0, n1 - n0, pool);
+  });
   linear(s.gate.data(), rows, l.down, optional_bias(l.down_b), s.proj.data(), pool);
   add_inplace(x, s.proj.data(), rows * H, pool);
 }

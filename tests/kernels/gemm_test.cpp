@@ -3,6 +3,7 @@
 // thread count; argument errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -233,6 +234,45 @@ TEST_P(LinearPathTest, SharedInputGivesTheBitsOfSeparateCalls) {
       EXPECT_TRUE(bitwise_equal(yq, eq));
       EXPECT_TRUE(bitwise_equal(yk, ek));
       EXPECT_TRUE(bitwise_equal(yv, ev));
+    }
+}
+
+TEST_P(LinearPathTest, SharedInputFinishesEachColumnRangeOnceItIsWritten) {
+  // gate/up shapes (one N): rows_done sees every column range once, each after every output's
+  // columns in it hold their final bits for every row of x; outputs of different N are refused.
+  std::mt19937 rng(78);
+  for (int64_t M : {1, 3, 5, 40})
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
+      ThreadPool pool(threads);
+      const int64_t K = 96, N = 70;
+      TestWeight gate = make_weight(DType::BF16, N, K, rng), up = make_weight(DType::F32, N, K, rng);
+      const std::vector<float> x = random_vector(size_t(M * K), rng);
+      std::vector<float> eg(size_t(M * N)), eu(size_t(M * N));
+      linear(x.data(), M, gate.ref, nullptr, eg.data(), pool);
+      linear(x.data(), M, up.ref, nullptr, eu.data(), pool);
+      std::vector<float> yg(eg.size(), -1.f), yu(eu.size(), -1.f);
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(N));
+      std::atomic<int> unfinished{0};
+      const LinearOutput outs[] = {{gate.ref, nullptr, yg.data()}, {up.ref, nullptr, yu.data()}};
+      linear_shared_input(x.data(), M, outs, pool, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+          seen[size_t(n)].fetch_add(1);
+          for (int64_t m = 0; m < M; ++m) {
+            const size_t i = size_t(m * N + n);
+            if (std::memcmp(&yg[i], &eg[i], sizeof(float)) != 0 || std::memcmp(&yu[i], &eu[i], sizeof(float)) != 0)
+              unfinished.fetch_add(1);
+          }
+        }
+      });
+      for (int64_t n = 0; n < N; ++n) EXPECT_EQ(seen[size_t(n)].load(), 1) << "column " << n;
+      EXPECT_EQ(unfinished.load(), 0);
+      EXPECT_TRUE(bitwise_equal(yg, eg));
+      EXPECT_TRUE(bitwise_equal(yu, eu));
+      TestWeight other = make_weight(DType::F32, N + 1, K, rng);
+      std::vector<float> yo(size_t(M * (N + 1)));
+      const LinearOutput uneven[] = {{gate.ref, nullptr, yg.data()}, {other.ref, nullptr, yo.data()}};
+      EXPECT_THROW(linear_shared_input(x.data(), M, uneven, pool, [](int64_t, int64_t) {}), Error);
     }
 }
 

@@ -366,21 +366,28 @@ void add_ops(std::vector<OpCase>& t) {
   auto inv = std::make_shared<std::vector<float>>(size_t(head_dim / 2));
   rope_inv_freq(100000.0, head_dim, inv->data());
   auto positions = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{0, 1, 2, 7, 100, 511, 2047, 4000, 8191});
-  auto table = std::make_shared<std::vector<float>>(size_t(rope_rows * head_dim));
-  rope_table(positions->data(), rope_rows, inv->data(), head_dim, table->data());
   auto rx = std::make_shared<std::vector<float>>(uniform(size_t(rope_rows * rope_stride), 99));
-  t.push_back({"rope_rotate_half 9 rows x 3 heads x 64",
-               [=](ThreadPool& pool) {
-                 std::vector<float> y = *rx;
-                 rope_rotate_half(y.data(), rope_rows, rope_stride, heads, head_dim, table->data(), pool);
-                 return y;
-               },
-               [=] {
-                 std::vector<float> y = *rx;
-                 rope_rotate_half_reference(y.data(), rope_rows, rope_stride, heads, head_dim, table->data());
-                 return widen(y);
-               },
-               kSameLoops, Tolerance{0, 0, "one implementation, split by rows only: bitwise"}, 6.0 * rope_rows * heads * head_dim, 0});
+  // Heads of 64 and of 20 (a rotated half of 10: the vector loops' remainder): the vector paths round
+  // each product and then the sum, as the reference does.
+  for (const int64_t dim : {head_dim, int64_t(20)}) {
+    auto dim_table = std::make_shared<std::vector<float>>(size_t(rope_rows * dim));
+    std::vector<float> dim_inv(size_t(dim / 2));
+    rope_inv_freq(100000.0, dim, dim_inv.data());
+    rope_table(positions->data(), rope_rows, dim_inv.data(), dim, dim_table->data());
+    t.push_back({"rope_rotate_half 9 rows x 3 heads x " + std::to_string(dim),
+                 [=](ThreadPool& pool) {
+                   std::vector<float> y = *rx;
+                   rope_rotate_half(y.data(), rope_rows, rope_stride, heads, dim, dim_table->data(), pool);
+                   return y;
+                 },
+                 [=] {
+                   std::vector<float> y = *rx;
+                   rope_rotate_half_reference(y.data(), rope_rows, rope_stride, heads, dim, dim_table->data());
+                   return widen(y);
+                 },
+                 kSameLoops, Tolerance{0, 0, "the reference's products and sums, separately rounded: bitwise"},
+                 6.0 * rope_rows * heads * dim, 0});
+  }
   t.push_back({"rope_inv_freq theta=1e5 d=64",
                [=](ThreadPool&) {
                  std::vector<float> f(size_t(head_dim / 2));
@@ -567,6 +574,44 @@ TEST_P(OpsTable, SingleRowQueriesTogetherGiveTheBitsOfEachAlone) {
     EXPECT_EQ(0, std::memcmp(together[i].data(), alone[i].data(), size_t(qw) * sizeof(float))) << "query " << i;
   args[1].q_rows = 2;
   EXPECT_THROW(attention_single_rows(args, shape, pool), Error);
+}
+
+// Rows attended one at a time are split by kv head group or by query head depending on the thread
+// count: every thread count gives the bits of one thread, alone and in a batched step.
+TEST_P(OpsTable, SingleRowAttentionGivesTheSameBitsOnEveryThreadCount) {
+  const KernelPath path = GetParam();
+  if (!kernel_path_supported(path))
+    GTEST_SKIP() << "this CPU cannot run the " << kernel_path_name(path) << " kernel path";
+  const ScopedKernelPath scope(path);
+  const AttentionShape shape{9, 3, 64};
+  const int64_t qw = shape.q_heads * shape.head_dim, kvw = shape.kv_heads * shape.head_dim;
+  const int64_t keys = 77;
+  for (const int64_t rows : {int64_t(1), int64_t(5)}) {
+    const std::vector<float> q = uniform(size_t(rows * qw), 120), k = uniform(size_t(keys * kvw), 121),
+                             v = uniform(size_t(keys * kvw), 122);
+    std::vector<std::vector<float>> outs;
+    for (const int threads : {1, 2, 3, 4, 9}) {
+      ThreadPool pool(threads);
+      outs.emplace_back(size_t(rows * qw), -1.f);
+      const AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows,
+                            outs.back().data(), qw};
+      if (rows == 1) {
+        const AttentionArgs batch[] = {a, a};  // the same query twice: both rows written alike
+        attention_single_rows(batch, shape, pool);
+      } else {
+        attention(a, shape, pool);
+      }
+      EXPECT_EQ(0, std::memcmp(outs.back().data(), outs[0].data(), outs[0].size() * sizeof(float)))
+          << rows << " rows on " << threads << " threads";
+    }
+    const AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows,
+                          outs[0].data(), qw};
+    std::vector<float> want(outs[0].size());
+    AttentionArgs r = a;
+    r.out = want.data();
+    attention_reference(r, shape);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(outs[0][i], want[i], 1e-5f) << "element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, OpsTable, ::testing::ValuesIn(kAllKernelPaths),

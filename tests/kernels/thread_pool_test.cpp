@@ -65,6 +65,19 @@ TEST(ThreadPool, ExceptionsReachTheCaller) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+// A job where the caller and a worker both fail rethrows one error, and the worker's does not
+// resurface in the next job.
+TEST(ThreadPool, AFailedJobLeavesNoErrorForTheNext) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.run_on_all([](int t) { throw std::runtime_error(t == 0 ? "caller failed" : "worker failed"); }),
+               std::runtime_error);
+  for (int i = 0; i < 100; ++i) {
+    std::atomic<int> ran{0};
+    EXPECT_NO_THROW(pool.run_on_all([&](int) { ran.fetch_add(1); }));
+    EXPECT_EQ(ran.load(), 2);
+  }
+}
+
 TEST(ThreadPool, NestedParallelForRunsInline) {
   ThreadPool pool(2);
   std::atomic<int64_t> total{0};
