@@ -595,14 +595,21 @@ TEST_P(OpsTable, SingleRowAttentionGivesTheSameBitsOnEveryThreadCount) {
       outs.emplace_back(size_t(rows * qw), -1.f);
       const AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows,
                             outs.back().data(), qw};
-      if (rows == 1) {
-        const AttentionArgs batch[] = {a, a};  // the same query twice: both rows written alike
-        attention_single_rows(batch, shape, pool);
-      } else {
-        attention(a, shape, pool);
-      }
+      attention(a, shape, pool);
       EXPECT_EQ(0, std::memcmp(outs.back().data(), outs[0].data(), outs[0].size() * sizeof(float)))
           << rows << " rows on " << threads << " threads";
+      if (rows == 1) {  // the same query twice in a batched step, each into its own output
+        std::vector<float> first(outs[0].size(), -2.f), second(outs[0].size(), -3.f);
+        AttentionArgs b0 = a, b1 = a;
+        b0.out = first.data();
+        b1.out = second.data();
+        const AttentionArgs batch[] = {b0, b1};
+        attention_single_rows(batch, shape, pool);
+        EXPECT_EQ(0, std::memcmp(first.data(), outs[0].data(), outs[0].size() * sizeof(float)))
+            << "batched, first, on " << threads << " threads";
+        EXPECT_EQ(0, std::memcmp(second.data(), outs[0].data(), outs[0].size() * sizeof(float)))
+            << "batched, second, on " << threads << " threads";
+      }
     }
     const AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows,
                           outs[0].data(), qw};
