@@ -19,7 +19,7 @@ struct VectorOps {
   decltype(&detail::layer_norm_row_avx2) layer_norm_row;
   decltype(&detail::gelu_tanh_avx2) gelu_tanh;
   decltype(&detail::silu_mul_avx2) silu_mul;
-  decltype(&detail::rope_rotate_half_avx2) rope_rotate_half;
+  decltype(&detail::rope_rotate_head_avx2) rope_rotate_head;
   decltype(&detail::scale_max_avx2) scale_max;
   decltype(&detail::exp_sum_avx2) exp_sum;
   decltype(&detail::scale_avx2) scale;
@@ -28,17 +28,17 @@ struct VectorOps {
 #if SMOLVLM_HAVE_X86_KERNELS
 constexpr VectorOps kAvx2Ops{detail::dot_rows_avx2,     detail::weighted_sum_rows_avx2, detail::add_inplace_avx2,
                              detail::rms_norm_row_avx2, detail::layer_norm_row_avx2,    detail::gelu_tanh_avx2,
-                             detail::silu_mul_avx2,     detail::rope_rotate_half_avx2,  detail::scale_max_avx2,
+                             detail::silu_mul_avx2,     detail::rope_rotate_head_avx2,  detail::scale_max_avx2,
                              detail::exp_sum_avx2,      detail::scale_avx2};
 constexpr VectorOps kAvx512Ops{detail::dot_rows_avx512,   detail::weighted_sum_rows_avx512, detail::add_inplace_avx2,
                                detail::rms_norm_row_avx2, detail::layer_norm_row_avx2,      detail::gelu_tanh_avx2,
-                               detail::silu_mul_avx2,     detail::rope_rotate_half_avx2,    detail::scale_max_avx2,
+                               detail::silu_mul_avx2,     detail::rope_rotate_head_avx2,    detail::scale_max_avx2,
                                detail::exp_sum_avx2,      detail::scale_avx2};
 #endif
 #if SMOLVLM_HAVE_NEON_KERNELS
 constexpr VectorOps kNeonOps{detail::dot_rows_neon,     detail::weighted_sum_rows_neon, detail::add_inplace_neon,
                              detail::rms_norm_row_neon, detail::layer_norm_row_neon,    detail::gelu_tanh_neon,
-                             detail::silu_mul_neon,     detail::rope_rotate_half_neon,  detail::scale_max_neon,
+                             detail::silu_mul_neon,     detail::rope_rotate_head_neon,  detail::scale_max_neon,
                              detail::exp_sum_neon,      detail::scale_neon};
 #endif
 
@@ -162,9 +162,14 @@ void rope_table(const int64_t* positions, int64_t rows, const float* inv_freq, i
 void rope_rotate_half(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
                       const float* table, ThreadPool& pool) {
   const VectorOps* v = vector_ops(pool);
+  const int64_t half = head_dim / 2;
   pool.parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-    if (v) return v->rope_rotate_half(x + r0 * row_stride, r1 - r0, row_stride, heads, head_dim, table + r0 * head_dim);
-    rope_rotate_half_reference(x + r0 * row_stride, r1 - r0, row_stride, heads, head_dim, table + r0 * head_dim);
+    if (!v)
+      return rope_rotate_half_reference(x + r0 * row_stride, r1 - r0, row_stride, heads, head_dim,
+                                        table + r0 * head_dim);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        v->rope_rotate_head(x + r * row_stride + h * head_dim, half, table + r * head_dim, table + r * head_dim + half);
   });
 }
 

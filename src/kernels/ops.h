@@ -81,9 +81,9 @@ void rms_norm_row_avx2(const float* x, int64_t dim, const float* weight, float e
 void layer_norm_row_avx2(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y);
 void gelu_tanh_avx2(float* x, int64_t n);
 void silu_mul_avx2(float* gate, const float* up, int64_t n);
-// rope_rotate_half_reference's arithmetic (each product rounded, then the sum: never fused).
-void rope_rotate_half_avx2(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                           const float* table);
+// One head of rope_rotate_half_reference: v[i], v[i + half] rotated by cos[i], sin[i] for i < half, in
+// its arithmetic (each product rounded, then the sum: never fused).
+void rope_rotate_head_avx2(float* v, int64_t half, const float* cos, const float* sin);
 // x[j] *= scale for j < n; returns max_j x[j].
 float scale_max_avx2(float* x, int64_t n, float scale);
 // x[j] = exp(x[j] - max_value) for j < n; returns the sum.
@@ -100,8 +100,7 @@ void rms_norm_row_neon(const float* x, int64_t dim, const float* weight, float e
 void layer_norm_row_neon(const float* x, int64_t dim, const float* weight, const float* bias, float eps, float* y);
 void gelu_tanh_neon(float* x, int64_t n);
 void silu_mul_neon(float* gate, const float* up, int64_t n);
-void rope_rotate_half_neon(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                           const float* table);
+void rope_rotate_head_neon(float* v, int64_t half, const float* cos, const float* sin);
 float scale_max_neon(float* x, int64_t n, float scale);
 float exp_sum_neon(float* x, int64_t n, float max_value);
 void scale_neon(float* x, int64_t n, float scale);

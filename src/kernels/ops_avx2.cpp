@@ -154,22 +154,13 @@ inline __m256i first_lanes(int64_t n) {
 
 }  // namespace
 
-void rope_rotate_half_avx2(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                           const float* table) {
-  const int64_t half = head_dim / 2;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* cos_r = table + r * head_dim;
-    const float* sin_r = cos_r + half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + r * row_stride + h * head_dim;
-      for (int64_t i = 0; i < half; i += 8) {
-        const __m256i m = first_lanes(std::min<int64_t>(8, half - i));
-        const __m256 a = _mm256_maskload_ps(v + i, m), b = _mm256_maskload_ps(v + i + half, m);
-        const __m256 c = _mm256_maskload_ps(cos_r + i, m), s = _mm256_maskload_ps(sin_r + i, m);
-        _mm256_maskstore_ps(v + i, m, _mm256_sub_ps(rounded_product(a, c), rounded_product(b, s)));
-        _mm256_maskstore_ps(v + i + half, m, _mm256_add_ps(rounded_product(b, c), rounded_product(a, s)));
-      }
-    }
+void rope_rotate_head_avx2(float* v, int64_t half, const float* cos, const float* sin) {
+  for (int64_t i = 0; i < half; i += 8) {
+    const __m256i m = first_lanes(std::min<int64_t>(8, half - i));
+    const __m256 a = _mm256_maskload_ps(v + i, m), b = _mm256_maskload_ps(v + i + half, m);
+    const __m256 c = _mm256_maskload_ps(cos + i, m), s = _mm256_maskload_ps(sin + i, m);
+    _mm256_maskstore_ps(v + i, m, _mm256_sub_ps(rounded_product(a, c), rounded_product(b, s)));
+    _mm256_maskstore_ps(v + i + half, m, _mm256_add_ps(rounded_product(b, c), rounded_product(a, s)));
   }
 }
 

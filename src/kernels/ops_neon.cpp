@@ -144,27 +144,18 @@ void silu_mul_neon(float* gate, const float* up, int64_t n) {
   }
 }
 
-void rope_rotate_half_neon(float* x, int64_t rows, int64_t row_stride, int64_t heads, int64_t head_dim,
-                           const float* table) {
-  const int64_t half = head_dim / 2;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* cos_r = table + r * head_dim;
-    const float* sin_r = cos_r + half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + r * row_stride + h * head_dim;
-      int64_t i = 0;
-      for (; i + 4 <= half; i += 4) {
-        const float32x4_t a = vld1q_f32(v + i), b = vld1q_f32(v + i + half);
-        const float32x4_t c = vld1q_f32(cos_r + i), s = vld1q_f32(sin_r + i);
-        vst1q_f32(v + i, vsubq_f32(vmulq_f32(a, c), vmulq_f32(b, s)));
-        vst1q_f32(v + i + half, vaddq_f32(vmulq_f32(b, c), vmulq_f32(a, s)));
-      }
-      for (; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * cos_r[i] - b * sin_r[i];
-        v[i + half] = b * cos_r[i] + a * sin_r[i];
-      }
-    }
+void rope_rotate_head_neon(float* v, int64_t half, const float* cos, const float* sin) {
+  int64_t i = 0;
+  for (; i + 4 <= half; i += 4) {
+    const float32x4_t a = vld1q_f32(v + i), b = vld1q_f32(v + i + half);
+    const float32x4_t c = vld1q_f32(cos + i), s = vld1q_f32(sin + i);
+    vst1q_f32(v + i, vsubq_f32(vmulq_f32(a, c), vmulq_f32(b, s)));
+    vst1q_f32(v + i + half, vaddq_f32(vmulq_f32(b, c), vmulq_f32(a, s)));
+  }
+  for (; i < half; ++i) {  // aarch64 builds do not contract (CMakeLists.txt): rounded as the reference
+    const float a = v[i], b = v[i + half];
+    v[i] = a * cos[i] - b * sin[i];
+    v[i + half] = b * cos[i] + a * sin[i];
   }
 }
 
