@@ -15,9 +15,6 @@
 #include "kernels/gemm.h"
 #include "kernels/gemv_int8.h"
 
-namespace smolvlm {
-}
-
 namespace smolvlm::gemm {
 
 struct GemmKernels {

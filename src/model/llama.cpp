@@ -145,8 +145,8 @@ void LlamaModel::mlp_block(const Layer& l, float* x, int64_t rows, Scratch& s, T
   // gate = silu(gate) * up. Where each thread's share of the columns is long, on each thread's columns
   // as soon as it has them; a thread then reads gate's and up's rows of its columns as two ranges
   // instead of one, which costs more than the element-wise pass saves on short shares (HY-MT, 3072
-  // columns a thread on 2 threads: decode 2-4% faster in 2 of 3 alternated rounds; SmolVLM-256M, 768:
-  // 1-2% slower in 3 of 3).
+  // columns a thread on 2 threads: decode 4% faster in 2 of 3 alternated rounds, 1% slower in the
+  // third; SmolVLM-256M, 768: 1-2% slower in 3 of 3).
   if (I / pool.size() >= kMinColumnsFinishedPerThread) {
     linear_shared_input(s.normed.data(), rows, gate_up, pool, [&](int64_t n0, int64_t n1) {
       if (n0 == 0 && n1 == I) return silu_mul(s.gate.data(), s.up.data(), rows * I, pool);
