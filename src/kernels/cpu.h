@@ -73,10 +73,11 @@ void reset_kernel_path();                            // undoes set_kernel_path (
 // The arithmetic of the matrix products. Exact: fp32 operands and FMAs, the results HF computes in
 // fp32 (for quantized weights, exact to the dequantized model). Fast: the blocked products (prefill and
 // vision) take both operands rounded to bf16 (round to nearest even) and the bf16 dot-product
-// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate, on the avx512 path; the streaming
-// products (decode) with q8/q4 weights take x rounded to int8 and integer dot products
-// (kernels/gemv_int8.h) on the avx2 and neon paths, and on the avx512 one where the CPU has
-// avx512_vnni; dense decode and attention stay fp32. Opt-in, its error is measured (README). The
+// instruction (VDPBF16PS, fp32 sums), twice the fp32 FMA rate, on the avx512 path, as do the streaming
+// products (decode) with BF16 weights there (x rounded to bf16, the weights as stored); those with
+// q8/q4/lut4 weights take x rounded to int8 and integer dot products (kernels/gemv_int8.h) on the avx2
+// and neon paths, and on the avx512 one where the CPU has avx512_vnni; F32/F16 decode and attention
+// stay fp32. Opt-in, its error is measured (README). The
 // avx512 path on a CPU with avx512_bf16 has it, and the avx2 and neon paths (integer decode only:
 // their prefill and vision stay fp32).
 enum class Precision { Exact, Fast };

@@ -522,7 +522,9 @@ int64_t balanced_chunks(int64_t n, int64_t threads, int64_t most) {
 
 std::string decode_product_name(const WeightRef& w, KernelPath path, Precision precision) {
   const gemm::GemmKernels* kern = path_kernels(path, precision).simd;
-  return kern && takes_int8(*kern, precision, w) ? kern->int8_name : std::string(kernel_path_name(path)) + " fp32";
+  if (kern && takes_int8(*kern, precision, w)) return kern->int8_name;
+  if (kern && kern->bf16_gemv_name && w.format == WeightFormat::BF16) return kern->bf16_gemv_name;
+  return std::string(kernel_path_name(path)) + " fp32";
 }
 
 std::vector<gemm::Int8Product> gemm::int8_products() {

@@ -1,6 +1,11 @@
-// The bf16 blocked products of Precision::Fast on AVX-512 (avx512_bf16): bf16 operands, VDPBF16PS
-// (each instruction: 16 lanes x one pair of products, added to the fp32 accumulator), the blocking of
-// the fp32 kernels over bf16 pairs. Decode keeps the fp32 and integer products of gemm_avx512.cpp.
+// The bf16 products of Precision::Fast on AVX-512 (avx512_bf16): bf16 operands, VDPBF16PS (each
+// instruction: 16 lanes x one pair of products, added to the fp32 accumulator). Blocked products take
+// the blocking of the fp32 kernels over bf16 pairs; decode products of BF16 weights read the weight
+// rows as they are stored, x rounded to bf16 once per call. Decode of other formats keeps the fp32 and
+// integer products of gemm_avx512.cpp.
+#include <algorithm>
+
+#include "kernels/cpu.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_kernels.h"
 
@@ -144,6 +149,138 @@ void macro_bf16(const float* packed_a, int64_t mc, const float* packed_b, int64_
                                                          n_valid, kc, y, ldy, accumulate, bias);
 }
 
+// Decode with BF16 weights. Each (weight row, row of x) pair takes the same instructions wherever it
+// falls (one of four streams or a row left over, alone or among other rows of x): one VDPBF16PS per
+// 32 values into one 16-lane accumulator, a K not a multiple of 32 ending in a step whose missing
+// values are zero on both sides, then sum16. So a row's result does not depend on the split over
+// threads or on the other rows of a batched step. Against the fp32 products (gemv_far512) this is
+// about a quarter of the arithmetic per weight (the weights not converted, two products an
+// instruction): several rows of x a step then still read at memory speed, where the fp32 4-row
+// product computes about as long as it reads (bench/RESULTS.md).
+
+// Row m of x as bf16 pairs at pairs + m * stride (stride a multiple of 16 pairs, zero past K).
+struct Bf16Rows {
+  const uint32_t* pairs;
+  int64_t stride;
+};
+
+Bf16Rows round_rows_bf16(const float* x, int64_t M, int64_t K) {
+  thread_local AlignedBuffer buffer;
+  const int64_t stride = ((K + 1) / 2 + 15) / 16 * 16;
+  uint32_t* p = reinterpret_cast<uint32_t*>(buffer.get(static_cast<size_t>(M * stride)));
+  for (int64_t m = 0; m < M; ++m) {
+    uint32_t* row = p + m * stride;
+    bf16_pairs_of_row(x + m * K, K, row);
+    std::fill(row + (K + 1) / 2, row + stride, 0u);
+  }
+  return {p, stride};
+}
+
+// The 32 weights at p, those past `valid` zero. Two 256-bit loads: from memory, one 512-bit load a
+// step read slower (SmolVLM-256M's BF16 one-row step, 4 alternated runs: 145-166 against 161-177
+// tok/s, the fp32 products' 161-181 beside them).
+[[gnu::always_inline]] inline __m512bh load_bf16x32(const uint16_t* p, __mmask32 valid) {
+  if (valid != ~__mmask32(0)) {
+    const __m512i v = _mm512_maskz_loadu_epi16(valid, p);
+    return reinterpret_cast<const __m512bh&>(v);
+  }
+  const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),
+                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)), 1);
+  return reinterpret_cast<const __m512bh&>(v);
+}
+
+// Weight rows rows[0..S) with rows m0 .. m0 + X - 1 of x, into out[s * X + j]. With kRequest, each
+// weight row requests its line `ahead` bytes on at every step.
+template <int S, int X, bool kRequest>
+[[gnu::always_inline]] inline void dot_rows_bf16(const Bf16Rows& x, int64_t m0, const WeightRef& w,
+                                                 const int64_t* rows, float* out, int64_t ahead) {
+  const int64_t K = w.cols;
+  const uint16_t* row[S];
+  const uint32_t* xr[X];
+  __m512 acc[S][X];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    row[s] = static_cast<const uint16_t*>(w.data) + rows[s] * K;
+#pragma GCC unroll 4
+    for (int j = 0; j < X; ++j) acc[s][j] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < X; ++j) xr[j] = x.pairs + (m0 + j) * x.stride;
+  for (int64_t k = 0; k < K; k += 32) {
+    const __mmask32 valid = k + 32 <= K ? ~__mmask32(0) : ~__mmask32(0) >> (32 - (K - k));
+    __m512bh wv[S];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      if constexpr (kRequest) _mm_prefetch(reinterpret_cast<const char*>(row[s] + k) + ahead, _MM_HINT_T0);
+      wv[s] = load_bf16x32(row[s] + k, valid);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < X; ++j) {
+      const __m512i xi = _mm512_load_si512(xr[j] + k / 2);
+      const __m512bh xv = reinterpret_cast<const __m512bh&>(xi);
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) acc[s][j] = _mm512_dpbf16_ps(acc[s][j], xv, wv[s]);
+    }
+  }
+  if constexpr (S * X % 4 == 0) {
+    const __m512* a = &acc[0][0];
+#pragma GCC unroll 4
+    for (int i = 0; i < S * X; i += 4) sum4(a[i], a[i + 1], a[i + 2], a[i + 3], out + i);
+  } else {
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+      for (int j = 0; j < X; ++j) out[s * X + j] = sum16(acc[s][j]);
+  }
+}
+
+// Weight rows rows[0..S) for every row of x, up to four rows of x at a time; the first four make the
+// requests (with ahead > 0), the others find the rows in cache.
+template <int S>
+void rows_for_every_x_row(const Bf16Rows& x, int64_t M, const WeightRef& w, const float* bias, float* y,
+                          const int64_t* rows, int64_t ahead) {
+  for (int64_t m = 0; m < M; m += 4) {
+    float r[4 * S];
+    const int64_t X = std::min<int64_t>(4, M - m);
+    const bool request = m == 0 && ahead > 0;
+    const auto run = [&]<int XR>() {
+      if (request) dot_rows_bf16<S, XR, true>(x, m, w, rows, r, ahead);
+      else dot_rows_bf16<S, XR, false>(x, m, w, rows, r, 0);
+    };
+    switch (X) {
+      case 4: run.template operator()<4>(); break;
+      case 3: run.template operator()<3>(); break;
+      case 2: run.template operator()<2>(); break;
+      default: run.template operator()<1>(); break;
+    }
+    for (int s = 0; s < S; ++s)
+      for (int64_t j = 0; j < X; ++j)
+        y[(m + j) * w.rows + rows[s]] = bias ? r[s * X + j] + bias[rows[s]] : r[s * X + j];
+  }
+}
+
+// Rows [n0, n1) of y (GemmKernels::gemv); weights of other formats take the fp32 products. Where the
+// CPU reads four streams best (CpuFeatures::decode_row_streams), as gemv_far512: the range in four
+// parts, a pass taking the next row of each, each requesting its line kStreamBytesAhead on; elsewhere
+// one row after the other, each requesting 9 KB on (as gemv_range).
+void gemv_bf16_dot(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
+                   int64_t n1) {
+  if (w.format != WeightFormat::BF16) return gemm_kernels_avx512().gemv(x, M, w, bias, y, n0, n1);
+  if (M <= 0 || n1 <= n0 || w.cols <= 0) return gemm_kernels_avx512().gemv(x, M, w, bias, y, n0, n1);
+  const Bf16Rows xb = round_rows_bf16(x, M, w.cols);
+  int64_t n = n0;
+  if (cpu_features().decode_row_streams()) {
+    const int64_t part = (n1 - n0) / 4;
+    for (int64_t i = 0; i < part; ++i) {
+      const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
+      rows_for_every_x_row<4>(xb, M, w, bias, y, rows, kStreamBytesAhead);
+    }
+    n = n0 + 4 * part;
+  }
+  const int64_t ahead = cpu_features().decode_row_streams() ? 0 : 9216;
+  for (; n < n1; ++n) rows_for_every_x_row<1>(xb, M, w, bias, y, &n, ahead);
+}
+
 GemmKernels make_bf16_kernels() {
   GemmKernels k = gemm_kernels_avx512();
   k.name = "avx512-bf16";
@@ -151,6 +288,8 @@ GemmKernels make_bf16_kernels() {
   k.pack_b = pack_b_bf16;
   k.macro = macro_bf16;
   k.kpack = 2;
+  k.gemv = gemv_bf16_dot;
+  k.bf16_gemv_name = "avx512-bf16 dot";
   k.gemv_int8 = gemv_int8_avx512;
   k.int8_needs_vnni = true;
   k.int8_name = "avx512-vnni int8";

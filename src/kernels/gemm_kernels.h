@@ -42,6 +42,9 @@ struct GemmKernels {
   // Rows [n0, n1) of y for M <= gemv_max_m, reading the weight directly (decode).
   void (*gemv)(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                int64_t n1);
+  // What decode_product_name() calls gemv's product of BF16 weights where it rounds x to bf16
+  // (Precision::Fast on avx512_bf16); null where BF16 weights take the fp32 product.
+  const char* bf16_gemv_name = nullptr;
 
   // K values per packed 32-bit slot: 1 for fp32 panels; 2 for bf16 pairs (Precision::Fast), where
   // slot s of a packed row holds values 2s (low half) and 2s+1 (high half), an odd K block's last

@@ -236,7 +236,8 @@ TEST(Api, MultiTurnWithSeveralImagesPerMessage) {
 }
 
 // Every model names the arithmetic of its decode products per stored format: fp32 on every path
-// under exact; under fast, the q4/q8 matrices of layouts the integer products take on avx512_vnni.
+// under exact; under fast, the q4/q8 matrices of layouts the integer products take on avx512_vnni,
+// and BF16 matrices on avx512_bf16's dot products.
 TEST(Api, InfoNamesTheDecodeProductsOfEachFormat) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("smolvlm-api-q4-" + std::to_string(getpid()))).string();
   smolvlm_quantize_options q;
@@ -266,6 +267,12 @@ TEST(Api, InfoNamesTheDecodeProductsOfEachFormat) {
                                                                 : "Q4 avx512 fp32, Q8 avx512 fp32";
     EXPECT_EQ(std::string(info.decode_products), want);
     smolvlm_model_free(fast);
+    // The trained model as stored (BF16): its decode products round x to bf16 under fast.
+    smolvlm_model* bf16 = nullptr;
+    ASSERT_EQ(smolvlm_model_load((test::data_dir() / "trained" / "kjv-llama").c_str(), &o, &bf16), SMOLVLM_OK);
+    ASSERT_EQ(smolvlm_model_get_info(bf16, &info), SMOLVLM_OK);
+    EXPECT_EQ(std::string(info.decode_products), "BF16 avx512-bf16 dot");
+    smolvlm_model_free(bf16);
   }
   if (smolvlm::kernel_path_supported(smolvlm::KernelPath::Avx2)) {
     smolvlm_model_options a;

@@ -1,6 +1,7 @@
-// Precision::Fast (bf16 blocked products on avx512_bf16): its results against a double product of
-// the bf16-rounded operands, the streaming products left exact, bitwise invariance to the thread
-// count, and the refusal on pools whose path has no bf16 kernels.
+// Precision::Fast (bf16 products on avx512_bf16): the blocked products' and BF16 weights' decode
+// products' results against a double product of the bf16-rounded operands, the other formats' decode
+// products left exact, bitwise invariance to the thread count and to the other rows of a batched
+// decode step, and the refusal on pools whose path has no bf16 kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +63,42 @@ std::vector<float> random_vector(size_t n, std::mt19937& rng) {
   return v;
 }
 
+// The double product of the bf16-rounded operands (+ bias) and the magnitude of its terms.
+std::pair<double, double> bf16_product(const std::vector<float>& x, int64_t m, const Weight& w, int64_t n, int64_t K,
+                                       const float* bias) {
+  double acc = bias ? bias[n] : 0.0, magnitude = bias ? std::fabs(bias[n]) : 0.0;
+  for (int64_t k = 0; k < K; ++k) {
+    const double p = double(round_bf16(x[m * K + k])) * double(round_bf16(w.values[n * K + k]));
+    acc += p;
+    magnitude += std::fabs(p);
+  }
+  return {acc, magnitude};
+}
+
+// Runs y = x·wᵀ + bias on both pools, checks the fast result against bf16_product within fp32
+// summation (at most K + 2 roundings of the running magnitude) and returns its largest distance from
+// the exact result.
+double checked_distance_from_exact(const Weight& w, const Shape& s, std::mt19937& rng, ThreadPool& fast,
+                                   ThreadPool& exact) {
+  const std::vector<float> x = random_vector(size_t(s.M * s.K), rng), bias = random_vector(size_t(s.N), rng);
+  std::vector<float> y(size_t(s.M * s.N)), y_exact(y.size());
+  linear(x.data(), s.M, w.ref, bias.data(), y.data(), fast);
+  linear(x.data(), s.M, w.ref, bias.data(), y_exact.data(), exact);
+  double max_vs_exact = 0;
+  for (int64_t m = 0; m < s.M; ++m)
+    for (int64_t n = 0; n < s.N; ++n) {
+      const auto [want, magnitude] = bf16_product(x, m, w, n, s.K, bias.data());
+      const float got = y[m * s.N + n];
+      if (std::fabs(double(got) - want) > double(s.K + 2) * 0x1p-24 * magnitude + 1e-30) {
+        ADD_FAILURE() << weight_format_name(w.ref.format) << " " << s.M << "x" << s.N << "x" << s.K << " at " << m
+                      << "," << n << ": " << got << " against " << want;
+        return 0;
+      }
+      max_vs_exact = std::max(max_vs_exact, std::fabs(double(got) - y_exact[m * s.N + n]));
+    }
+  return max_vs_exact;
+}
+
 class FastPrecisionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -76,27 +113,7 @@ TEST_F(FastPrecisionTest, MatchesTheDoubleProductOfBf16RoundedOperands) {
   ThreadPool exact(2, KernelPath::Avx512);
   for (WeightFormat format : {WeightFormat::BF16, WeightFormat::F32, WeightFormat::F16}) {
     for (const Shape& s : kShapes) {
-      const Weight w = make_weight(format, s.N, s.K, rng);
-      const std::vector<float> x = random_vector(size_t(s.M * s.K), rng);
-      const std::vector<float> bias = random_vector(size_t(s.N), rng);
-      std::vector<float> y(size_t(s.M * s.N)), y_exact(y.size());
-      linear(x.data(), s.M, w.ref, bias.data(), y.data(), fast);
-      linear(x.data(), s.M, w.ref, bias.data(), y_exact.data(), exact);
-      double max_vs_exact = 0;
-      for (int64_t m = 0; m < s.M; ++m)
-        for (int64_t n = 0; n < s.N; ++n) {
-          double acc = bias[n], magnitude = std::fabs(bias[n]);
-          for (int64_t k = 0; k < s.K; ++k) {
-            const double p = double(round_bf16(x[m * s.K + k])) * double(round_bf16(w.values[n * s.K + k]));
-            acc += p;
-            magnitude += std::fabs(p);
-          }
-          const float got = y[m * s.N + n];
-          // fp32 sums of exact bf16 products: at most K + 2 roundings of the running magnitude.
-          ASSERT_NEAR(got, acc, double(s.K + 2) * 0x1p-24 * magnitude + 1e-30)
-              << weight_format_name(format) << " " << s.M << "x" << s.N << "x" << s.K << " at " << m << "," << n;
-          max_vs_exact = std::max(max_vs_exact, std::fabs(double(got) - y_exact[m * s.N + n]));
-        }
+      const double max_vs_exact = checked_distance_from_exact(make_weight(format, s.N, s.K, rng), s, rng, fast, exact);
       // The operands really were rounded: exact fp32 differs (random x is not bf16-representable).
       if (s.K > 1) {
         EXPECT_GT(max_vs_exact, 1e-4) << weight_format_name(format) << " K=" << s.K;
@@ -105,19 +122,59 @@ TEST_F(FastPrecisionTest, MatchesTheDoubleProductOfBf16RoundedOperands) {
   }
 }
 
-TEST_F(FastPrecisionTest, StreamingProductsStayExact) {
-  // Decode's few-row products take the fp32 GEMV in both precisions: the same bits.
+// Decode's few-row products of BF16 weights round x to bf16 too (VDPBF16PS on the stored weights):
+// within fp32 summation of the double product of the rounded operands, on K around the 32-value steps
+// (a last step of 1 to 31 values, a single value) and ranges around the four streams a thread reads.
+TEST_F(FastPrecisionTest, DecodeProductsOfBf16WeightsMatchTheDoubleProductOfBf16RoundedOperands) {
   std::mt19937 rng(12);
   ThreadPool fast(2, KernelPath::Avx512, Precision::Fast);
   ThreadPool exact(2, KernelPath::Avx512);
-  const Weight w = make_weight(WeightFormat::BF16, 300, 576, rng);
-  for (int64_t M : {1, 3, 8}) {
-    const std::vector<float> x = random_vector(size_t(M * 576), rng);
-    std::vector<float> a(size_t(M * 300)), b(a.size());
-    linear(x.data(), M, w.ref, nullptr, a.data(), fast);
-    linear(x.data(), M, w.ref, nullptr, b.data(), exact);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "M=" << M;
+  const Shape shapes[] = {{1, 300, 576}, {4, 37, 577}, {3, 9, 1}, {5, 64, 31}, {8, 13, 33}, {2, 1, 1000}, {1, 70, 63}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K));
+    const double max_vs_exact =
+        checked_distance_from_exact(make_weight(WeightFormat::BF16, s.N, s.K, rng), s, rng, fast, exact);
+    EXPECT_GT(max_vs_exact, 1e-5) << "x was not rounded to bf16";
   }
+}
+
+// A row of x gets the same bits alone and among the rows of a batched step (the server's decode group
+// gives each sequence its own logits), on 1 to 4 threads, and through linear_shared_input; F32 and
+// F16 weights keep the fp32 products, the exact pool's bits.
+TEST_F(FastPrecisionTest, DecodeRowsOfBf16WeightsGetTheirBitsAloneAndOnAnyThreadCount) {
+  std::mt19937 rng(14);
+  constexpr int64_t M = 7, N = 203, K = 600;
+  const Weight w = make_weight(WeightFormat::BF16, N, K, rng);
+  const std::vector<float> x = random_vector(size_t(M * K), rng);
+  std::vector<float> batched(size_t(M * N));
+  ThreadPool p1(1, KernelPath::Avx512, Precision::Fast);
+  linear(x.data(), M, w.ref, nullptr, batched.data(), p1);
+  for (int threads = 1; threads <= 4; ++threads) {
+    ThreadPool pool(threads, KernelPath::Avx512, Precision::Fast);
+    std::vector<float> y(batched.size()), shared(batched.size());
+    linear(x.data(), M, w.ref, nullptr, y.data(), pool);
+    EXPECT_EQ(0, std::memcmp(y.data(), batched.data(), y.size() * sizeof(float))) << threads << " threads";
+    const LinearOutput outs[] = {{w.ref, nullptr, shared.data()}};
+    linear_shared_input(x.data(), M, outs, pool);
+    EXPECT_EQ(0, std::memcmp(shared.data(), batched.data(), y.size() * sizeof(float))) << threads << " threads";
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<float> alone(static_cast<size_t>(N));
+      linear(x.data() + m * K, 1, w.ref, nullptr, alone.data(), pool);
+      EXPECT_EQ(0, std::memcmp(alone.data(), batched.data() + m * N, N * sizeof(float))) << "row " << m;
+    }
+  }
+  ThreadPool fast(2, KernelPath::Avx512, Precision::Fast), exact(2, KernelPath::Avx512);
+  for (WeightFormat format : {WeightFormat::F32, WeightFormat::F16}) {
+    const Weight other = make_weight(format, 300, 576, rng);
+    for (int64_t rows : {1, 3, 8}) {
+      std::vector<float> a(size_t(rows * 300)), b(a.size());
+      linear(x.data(), rows, other.ref, nullptr, a.data(), fast);
+      linear(x.data(), rows, other.ref, nullptr, b.data(), exact);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << weight_format_name(format) << " M=" << rows;
+    }
+  }
+  EXPECT_EQ(decode_product_name(w.ref, KernelPath::Avx512, Precision::Fast), "avx512-bf16 dot");
+  EXPECT_EQ(decode_product_name(w.ref, KernelPath::Avx512, Precision::Exact), "avx512 fp32");
 }
 
 TEST_F(FastPrecisionTest, BitwiseIdenticalForAnyThreadCountAndSharedInput) {
