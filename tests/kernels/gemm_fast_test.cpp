@@ -167,9 +167,10 @@ TEST_F(FastPrecisionTest, DecodeRowsOfBf16WeightsGetTheirBitsAloneAndOnAnyThread
   for (WeightFormat format : {WeightFormat::F32, WeightFormat::F16}) {
     const Weight other = make_weight(format, 300, 576, rng);
     for (int64_t rows : {1, 3, 8}) {
+      const std::vector<float> in = random_vector(size_t(rows * 576), rng);
       std::vector<float> a(size_t(rows * 300)), b(a.size());
-      linear(x.data(), rows, other.ref, nullptr, a.data(), fast);
-      linear(x.data(), rows, other.ref, nullptr, b.data(), exact);
+      linear(in.data(), rows, other.ref, nullptr, a.data(), fast);
+      linear(in.data(), rows, other.ref, nullptr, b.data(), exact);
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << weight_format_name(format) << " M=" << rows;
     }
   }
