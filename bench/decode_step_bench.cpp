@@ -1,7 +1,8 @@
 // Time of one batched decode step (smolvlm_sessions_decode) at 1, 2, 4 and 8 sessions against the
 // same steps one session at a time: whether a step of n rows costs about one pass over the weights.
-// BM_GroupStreams: n threads, each generating 64 greedy tokens on its own session of one decode group
-// (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of whole requests.
+// BM_GroupStreams/n/t: n threads, each generating t greedy tokens (64 or 256) on its own session of one
+// decode group (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of
+// whole requests, each request's prompt prefill included (its share shrinks as t grows).
 // Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] [SMOLVLM_BENCH_PRECISION=exact|fast]
 //        [SMOLVLM_BENCH_CONTEXT=4096] decode_step_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -80,6 +81,7 @@ void BM_OneByOne(benchmark::State& state) {
 
 void BM_GroupStreams(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
+  const int new_tokens = static_cast<int>(state.range(1));
   smolvlm_decode_group* group = nullptr;
   smolvlm::api::check(smolvlm_decode_group_create(model().get(), &group));
   std::vector<std::unique_ptr<smolvlm::api::Session>> s;
@@ -97,12 +99,12 @@ void BM_GroupStreams(benchmark::State& state) {
         smolvlm_request r;
         smolvlm_request_init(&r);
         r.prompt = prompts[i % 8].c_str();
-        r.max_new_tokens = 64;
+        r.max_new_tokens = new_tokens;
         r.ignore_eos = 1;
         s[static_cast<size_t>(i)]->run(r);
       });
     for (auto& t : threads) t.join();
-    tokens += int64_t(n) * 64;
+    tokens += int64_t(n) * new_tokens;
   }
   s.clear();
   smolvlm_decode_group_free(group);
@@ -112,7 +114,13 @@ void BM_GroupStreams(benchmark::State& state) {
 
 BENCHMARK(BM_BatchedStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_OneByOne)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_GroupStreams)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_GroupStreams)
+    ->ArgsProduct({{1, 2, 4, 8}, {64}})
+    ->Args({1, 256})
+    ->Args({4, 256})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
 
 }  // namespace
 
