@@ -265,20 +265,16 @@ void rows_for_every_x_row(const Bf16Rows& x, int64_t M, const WeightRef& w, cons
 // one row after the other, each requesting 9 KB on (as gemv_range).
 void gemv_bf16_dot(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, int64_t n0,
                    int64_t n1) {
-  if (w.format != WeightFormat::BF16) return gemm_kernels_avx512().gemv(x, M, w, bias, y, n0, n1);
-  if (M <= 0 || n1 <= n0 || w.cols <= 0) return gemm_kernels_avx512().gemv(x, M, w, bias, y, n0, n1);
+  if (w.format != WeightFormat::BF16 || M <= 0 || n1 <= n0 || w.cols <= 0)
+    return gemm_kernels_avx512().gemv(x, M, w, bias, y, n0, n1);
   const Bf16Rows xb = round_rows_bf16(x, M, w.cols);
-  int64_t n = n0;
-  if (cpu_features().decode_row_streams()) {
-    const int64_t part = (n1 - n0) / 4;
-    for (int64_t i = 0; i < part; ++i) {
-      const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
-      rows_for_every_x_row<4>(xb, M, w, bias, y, rows, kStreamBytesAhead);
-    }
-    n = n0 + 4 * part;
+  const bool streams = cpu_features().decode_row_streams();
+  const int64_t part = streams ? (n1 - n0) / 4 : 0;
+  for (int64_t i = 0; i < part; ++i) {
+    const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
+    rows_for_every_x_row<4>(xb, M, w, bias, y, rows, kStreamBytesAhead);
   }
-  const int64_t ahead = cpu_features().decode_row_streams() ? 0 : 9216;
-  for (; n < n1; ++n) rows_for_every_x_row<1>(xb, M, w, bias, y, &n, ahead);
+  for (int64_t n = n0 + 4 * part; n < n1; ++n) rows_for_every_x_row<1>(xb, M, w, bias, y, &n, streams ? 0 : 9216);
 }
 
 GemmKernels make_bf16_kernels() {
