@@ -25,9 +25,10 @@ void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> t
 
 class Session {
  public:
-  // A fresh cache of `capacity` positions for `model`.
+  // A fresh cache of `capacity` positions for `model`, of the pool's precision (kv_shape_of).
   Session(const Model& model, ThreadPool& pool, int64_t capacity);
-  // Adopts an existing cache; Error(State) if it was made for another model or has another shape.
+  // Adopts an existing cache; Error(State) if it was made for another model or has another shape (its
+  // dtype included: the pool's precision decides it).
   Session(const Model& model, ThreadPool& pool, KvCache cache);
 
   const Model& model() const { return model_; }
