@@ -89,9 +89,8 @@ typedef struct smolvlm_model_options {
    * default), or "fast": on the avx512 path, vision and prefill operands rounded to bf16 and multiplied
    * with VDPBF16PS (1.4-2x faster); on the avx2 and neon paths, and on the avx512 one where the CPU
    * has avx512_vnni, the decode products of q8/q4/lut4 weights on integers (each row of x rounded to
-   * int8 in blocks of 32, lut4 tables to int8); BF16 decode products on bf16 operands on the avx512
-   * path; on every path the KV cache in bf16 (smolvlm_model_info.kv_cache). The README measures the
-   * accuracy cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 or neon
+   * int8 in blocks of 32, lut4 tables to int8); dense decode products and attention stay fp32. The README measures the accuracy
+   * cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 or neon
    * kernel path or the avx512 one with avx512_bf16, else SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
 } smolvlm_model_options;
@@ -134,9 +133,6 @@ typedef struct smolvlm_model_info {
    * avx512_vnni CPU "Q4 avx512-vnni int8, Q8 avx512-vnni int8" (formats without integer products say
    * "<path> fp32"). "" when the weights are not loaded. */
   const char* decode_products;
-  /* What the KV cache holds under the model's precision: "F32" (exact: the values HF's cache holds) or
-   * "BF16" (fast: each key and value rounded to bf16 as it is stored; half the bytes attention reads). */
-  const char* kv_cache;
 } smolvlm_model_info;
 
 /* Fills `info` (call smolvlm_model_info_init first or set struct_size). Strings live as long as the model. */

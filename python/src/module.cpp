@@ -381,7 +381,6 @@ py::dict model_info(const ModelPtr& m) {
   d["file_bytes"] = i.file_bytes;
   d["decode_bytes"] = i.decode_bytes;
   d["decode_products"] = i.decode_products ? i.decode_products : "";
-  d["kv_cache"] = i.kv_cache ? i.kv_cache : "";
   d["recommended_sampling"] =
       py::dict(py::arg("temperature") = i.recommended_temperature, py::arg("top_k") = i.recommended_top_k,
                py::arg("top_p") = i.recommended_top_p, py::arg("repetition_penalty") = i.recommended_repetition_penalty);

@@ -13,7 +13,6 @@
 #include "model/quantized_weights.h"
 #include "model/registry.h"
 #include "model/spec.h"
-#include "runtime/kv_cache.h"
 
 using namespace smolvlm;
 
@@ -64,14 +63,11 @@ nlohmann::ordered_json describe(const ModelConfig& cfg, const Checkpoint* ck) {
     }
     // What decode runs on this CPU's best kernel path, under each precision it has.
     const KernelPath path = best_kernel_path();
-    nlohmann::ordered_json products = {{"kernel_path", kernel_path_name(path)}}, kv_cache;
+    nlohmann::ordered_json products = {{"kernel_path", kernel_path_name(path)}};
     for (const Precision precision : {Precision::Exact, Precision::Fast})
-      if (precision_supported(path, precision)) {
+      if (precision_supported(path, precision))
         products[precision_name(precision)] = capi::decode_products(cfg, *ck, path, precision);
-        kv_cache[precision_name(precision)] = dtype_name(kv_cache_dtype(precision));
-      }
     j["decode_products"] = products;
-    j["kv_cache"] = kv_cache;
   } else {
     j["weights"] = nullptr;
   }

@@ -218,7 +218,6 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
       r.decode_bytes = decode_bytes(cfg, model->model->checkpoint());
     }
     r.decode_products = model->decode_products.c_str();
-    r.kv_cache = dtype_name(kv_cache_dtype(model->precision));
     const size_t n = std::min(info->struct_size, sizeof(r));
     r.struct_size = info->struct_size;
     std::memcpy(static_cast<void*>(info), &r, n);

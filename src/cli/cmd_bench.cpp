@@ -119,7 +119,6 @@ int run_bench(const BenchArgs& a) {
   out["kernel_path"] = info.kernel_path;
   out["precision"] = info.precision;
   out["decode_products"] = info.decode_products;
-  out["kv_cache"] = info.kv_cache;
   std::fprintf(stderr, "loaded %s in %.3f s\n", info.architecture, out["load_s"].get<double>());
   t = Clock::now();
   model.tokenizer();  // the part of its load that the model's load did not overlap

@@ -61,10 +61,6 @@ void print_text(const nlohmann::ordered_json& j) {
               << products["exact"].get<std::string>();
     if (products.contains("fast")) std::cout << "; fast " << products["fast"].get<std::string>();
     std::cout << "\n";
-    const auto& kv = j["kv_cache"];
-    std::cout << "kv cache:     exact " << kv["exact"].get<std::string>();
-    if (kv.contains("fast")) std::cout << "; fast " << kv["fast"].get<std::string>();
-    std::cout << "\n";
   } else {
     std::cout << "weights:      not read (--config-only)\n";
   }

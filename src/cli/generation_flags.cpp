@@ -25,15 +25,15 @@ int print_piece(const char* piece, size_t size, void*) {
 std::string timing_report(const smolvlm_result& r, double load_s, const smolvlm_model_info& info) {
   const auto& t = r.timings;
   const size_t decoded = r.n_tokens == 0 ? 0 : r.n_tokens - 1;  // the first comes from the prefill
-  char buf[1024];
+  char buf[512];
   std::snprintf(buf, sizeof buf,
                 "load %.3f s, preprocess %.3f s, vision %.3f s, prefill %.3f s (%lld tokens, %.1f tok/s), "
-                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, precision %s (decode products: %s; KV cache %s), %d threads; "
+                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, precision %s (decode products: %s), %d threads; "
                 "finish: %s",
                 load_s, t.preprocess_s, t.vision_s, t.prefill_s, static_cast<long long>(r.prompt_tokens),
                 t.prefill_s > 0 ? r.prompt_tokens / t.prefill_s : 0.0, t.decode_s, decoded,
                 t.decode_s > 0 ? decoded / t.decode_s : 0.0, r.kernel_path, info.precision,
-                info.decode_products ? info.decode_products : "", info.kv_cache ? info.kv_cache : "", info.threads,
+                info.decode_products ? info.decode_products : "", info.threads,
                 smolvlm_finish_reason_name(r.finish_reason));
   return buf;
 }

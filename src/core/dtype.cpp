@@ -2,14 +2,6 @@
 
 namespace smolvlm {
 
-void widen_bf16(const uint16_t* src, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
-}
-
-void round_to_bf16(const float* src, int64_t n, uint16_t* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
-}
-
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::F64: case DType::I64: return 8;

@@ -30,10 +30,6 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// Runs of n values: widening is exact; rounding as f32_to_bf16, value by value.
-void widen_bf16(const uint16_t* src, int64_t n, float* dst);
-void round_to_bf16(const float* src, int64_t n, uint16_t* dst);
-
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);  // round to nearest even
 

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -23,8 +22,6 @@ constexpr int64_t kQueryBlock = 48;
 constexpr int64_t kMinBlockRows = 16;
 
 void check(const AttentionArgs& a, const AttentionShape& s) {
-  const bool f32 = a.k && a.v && !a.k_bf16 && !a.v_bf16, bf16 = !a.k && !a.v && a.k_bf16 && a.v_bf16;
-  if (!f32 && !bf16) throw internal_error("attention: give the keys and values either as fp32 or as bf16");
   const bool ok = s.q_heads > 0 && s.kv_heads > 0 && s.head_dim > 0 && s.q_heads % s.kv_heads == 0 &&
                   a.q_rows >= 0 && a.kv_rows > 0 && a.q_stride >= s.q_heads * s.head_dim &&
                   a.kv_stride >= s.kv_heads * s.head_dim && a.out_stride >= s.q_heads * s.head_dim &&
@@ -36,34 +33,17 @@ void check(const AttentionArgs& a, const AttentionShape& s) {
 }
 
 
-// The first n keys and values of one kv head as fp32 rows `stride` floats apart: where they lie, or
-// bf16 ones widened (exactly) into `buffer`, n rows of D floats each.
-struct HeadKv {
-  const float* k;
-  const float* v;
-  int64_t stride;
-};
-
-HeadKv head_kv(const AttentionArgs& a, int64_t D, int64_t kvh, int64_t n, std::vector<float>& buffer) {
-  if (a.k) return {a.k + kvh * D, a.v + kvh * D, a.kv_stride};
-  if (buffer.size() < static_cast<size_t>(2 * n * D)) buffer.resize(static_cast<size_t>(2 * n * D));
-  float* k = buffer.data();
-  float* v = k + n * D;
-  for (int64_t j = 0; j < n; ++j) {
-    widen_bf16(a.k_bf16 + j * a.kv_stride + kvh * D, D, k + j * D);
-    widen_bf16(a.v_bf16 + j * a.kv_stride + kvh * D, D, v + j * D);
-  }
-  return {k, v, D};
-}
-
-// Query row i of head h against the first n_keys of its kv head's keys and values.
-void attend_row(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i, const HeadKv& kv, int64_t n_keys) {
+// Query rows one at a time against the keys/values where they lie (decode, short prompts).
+void attend_rows_in_place(const AttentionArgs& a, const AttentionShape& s, int64_t h, int64_t i0, int64_t i1) {
   thread_local std::vector<float> scores;
-  if (scores.size() < static_cast<size_t>(n_keys)) scores.resize(static_cast<size_t>(n_keys));
-  const int64_t D = s.head_dim;
-  dot_rows(a.q + i * a.q_stride + h * D, kv.k, kv.stride, n_keys, D, scores.data());
-  scaled_softmax(scores.data(), n_keys, a.scale);
-  weighted_sum_rows(scores.data(), kv.v, kv.stride, n_keys, D, a.out + i * a.out_stride + h * D);
+  if (scores.size() < static_cast<size_t>(a.kv_rows)) scores.resize(static_cast<size_t>(a.kv_rows));
+  const int64_t D = s.head_dim, kvh = h / (s.q_heads / s.kv_heads);
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
+    dot_rows(a.q + i * a.q_stride + h * D, a.k + kvh * D, a.kv_stride, n_keys, D, scores.data());
+    scaled_softmax(scores.data(), n_keys, a.scale);
+    weighted_sum_rows(scores.data(), a.v + kvh * D, a.kv_stride, n_keys, D, a.out + i * a.out_stride + h * D);
+  }
 }
 
 // Query heads per work item of rows attended one at a time: a kv head's whole group where that leaves
@@ -76,13 +56,9 @@ int64_t heads_per_item(const AttentionShape& s, int64_t rows, int threads) {
   return s.kv_heads * rows >= threads ? s.q_heads / s.kv_heads : 1;
 }
 
-// Row i of query heads [h0, h0 + heads), which share one kv head (a whole group or one head), against
-// the keys and values where they lie (decode, short prompts); bf16 ones widened once for the heads.
+// Row i of query heads [h0, h0 + heads).
 void attend_heads_row(const AttentionArgs& a, const AttentionShape& s, int64_t h0, int64_t heads, int64_t i) {
-  thread_local std::vector<float> widened;
-  const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
-  const HeadKv kv = head_kv(a, s.head_dim, h0 / (s.q_heads / s.kv_heads), n_keys, widened);
-  for (int64_t h = h0; h < h0 + heads; ++h) attend_row(a, s, h, i, kv, n_keys);
+  for (int64_t h = h0; h < h0 + heads; ++h) attend_rows_in_place(a, s, h, i, i + 1);
 }
 
 // A kv head's keys and values packed as the right-hand sides of scores = Q·Kᵀ and out = P·V, all keys
@@ -98,11 +74,9 @@ std::atomic<uint64_t> g_attention_calls{0};
 
 const PackedKv& packed_kv(const AttentionArgs& a, int64_t D, int64_t kvh, uint64_t call) {
   thread_local PackedKv p;
-  thread_local std::vector<float> widened;
   if (p.call == call && p.kv_head == kvh) return p;
-  const HeadKv kv = head_kv(a, D, kvh, a.kv_rows, widened);
-  p.k.pack(kv.k, a.kv_rows, D, kv.stride);
-  p.v_transposed.pack_transposed(kv.v, D, a.kv_rows, kv.stride);
+  p.k.pack(a.k + kvh * D, a.kv_rows, D, a.kv_stride);
+  p.v_transposed.pack_transposed(a.v + kvh * D, D, a.kv_rows, a.kv_stride);
   p.call = call;
   p.kv_head = kvh;
   return p;
@@ -183,14 +157,14 @@ void attention_single_rows(std::span<const AttentionArgs> args, const AttentionS
 void attention_reference(const AttentionArgs& a, const AttentionShape& s) {
   check(a, s);
   const int64_t D = s.head_dim, group = s.q_heads / s.kv_heads;
-  std::vector<float> scores(static_cast<size_t>(a.kv_rows)), widened;
+  std::vector<float> scores(static_cast<size_t>(a.kv_rows));
   for (int64_t i = 0; i < a.q_rows; ++i)
     for (int64_t h = 0; h < s.q_heads; ++h) {
-      const int64_t n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
-      const HeadKv kv = head_kv(a, D, h / group, n_keys, widened);
-      dot_rows_reference(a.q + i * a.q_stride + h * D, kv.k, kv.stride, n_keys, D, scores.data());
+      const int64_t kvh = h / group, n_keys = a.causal ? a.q_pos0 + i + 1 : a.kv_rows;
+      dot_rows_reference(a.q + i * a.q_stride + h * D, a.k + kvh * D, a.kv_stride, n_keys, D, scores.data());
       scaled_softmax_reference(scores.data(), n_keys, a.scale);
-      weighted_sum_rows_reference(scores.data(), kv.v, kv.stride, n_keys, D, a.out + i * a.out_stride + h * D);
+      weighted_sum_rows_reference(scores.data(), a.v + kvh * D, a.kv_stride, n_keys, D,
+                                  a.out + i * a.out_stride + h * D);
     }
 }
 

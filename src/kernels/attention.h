@@ -33,10 +33,6 @@ struct AttentionArgs {
   int64_t q_pos0 = 0;
   float* out = nullptr;      // [q_rows, q_heads * head_dim], rows out_stride floats apart
   int64_t out_stride = 0;
-  // Or, with k and v null, the keys and values as bf16 bits in k's layout (kv_stride values
-  // apart): each is widened to fp32 exactly, and the arithmetic is the fp32 one on those values.
-  const uint16_t* k_bf16 = nullptr;
-  const uint16_t* v_bf16 = nullptr;
 };
 
 void attention(const AttentionArgs& args, const AttentionShape& shape, ThreadPool& pool);

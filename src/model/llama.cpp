@@ -97,22 +97,21 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   const int64_t qd = qh * D, kvd = kvh * D;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   rms_norm(x, rows, H, l.input_norm.data(), eps, s.normed.data(), pool);
-  // New keys/values go straight into the rows of an fp32 cache; a bf16 one takes them rounded.
-  const bool in_place = kv.dtype == DType::F32;
-  float* k_rows = in_place ? static_cast<float*>(kv.k) + (layer_index * kv.capacity + pos0) * kvd : s.k_new.data();
-  float* v_rows = in_place ? static_cast<float*>(kv.v) + (layer_index * kv.capacity + pos0) * kvd : s.v_new.data();
+  // New keys/values go straight into their cache rows.
+  float* k_rows = kv.k + (layer_index * kv.capacity + pos0) * kvd;
+  float* v_rows = kv.v + (layer_index * kv.capacity + pos0) * kvd;
   const LinearOutput qkv[] = {{l.q, optional_bias(l.q_b), s.q.data()},
                               {l.k, optional_bias(l.k_b), k_rows},
                               {l.v, optional_bias(l.v_b), v_rows}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   position_qk(l, s.q.data(), k_rows, rows, s, pool);
-  if (!in_place) store_kv_rows(kv, layer_index, pos0, rows, kvd, k_rows, v_rows);
 
   AttentionArgs a;
   a.q = s.q.data();
   a.q_rows = rows;
   a.q_stride = qd;
-  read_kv_layer(kv, layer_index, kvd, a);
+  a.k = kv.k + layer_index * kv.capacity * kvd;
+  a.v = kv.v + layer_index * kv.capacity * kvd;
   a.kv_rows = pos0 + rows;
   a.kv_stride = kvd;
   a.scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));  // HF: head_dim**-0.5

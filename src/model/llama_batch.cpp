@@ -54,12 +54,15 @@ void LlamaModel::batch_attention_block(const Layer& l, int64_t layer_index, floa
     throw internal_error("LlamaModel::decode_batch: " + std::to_string(rows) + " rows in one step");
   for (int64_t i = 0; i < rows; ++i) {
     const KvView& kv = kvs[i];
-    store_kv_rows(kv, layer_index, positions[i], 1, kvd, s.k_new.data() + i * kvd, s.v_new.data() + i * kvd);
+    const size_t bytes = static_cast<size_t>(kvd) * sizeof(float);
+    std::memcpy(kv.k + (layer_index * kv.capacity + positions[i]) * kvd, s.k_new.data() + i * kvd, bytes);
+    std::memcpy(kv.v + (layer_index * kv.capacity + positions[i]) * kvd, s.v_new.data() + i * kvd, bytes);
     AttentionArgs a;
     a.q = s.q.data() + i * qd;
     a.q_rows = 1;
     a.q_stride = qd;
-    read_kv_layer(kv, layer_index, kvd, a);
+    a.k = kv.k + layer_index * kv.capacity * kvd;
+    a.v = kv.v + layer_index * kv.capacity * kvd;
     a.kv_rows = positions[i] + 1;
     a.kv_stride = kvd;
     a.scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));  // HF: head_dim**-0.5

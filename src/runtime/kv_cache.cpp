@@ -16,11 +16,9 @@ int64_t KvShape::bytes_per_position() const {
   return 2 * layers * kv_heads * head_dim * static_cast<int64_t>(dtype_size(dtype));
 }
 
-DType kv_cache_dtype(Precision precision) { return precision == Precision::Fast ? DType::BF16 : DType::F32; }
-
-KvShape kv_shape_of(const Model& model, Precision precision) {
+KvShape kv_shape_of(const Model& model) {
   const LlamaModel& t = model.text();
-  return KvShape{t.layers(), t.kv_heads(), t.head_dim(), kv_cache_dtype(precision)};
+  return KvShape{t.layers(), t.kv_heads(), t.head_dim(), DType::F32};
 }
 
 int64_t default_context(const Model& model, int64_t max_bytes) {
@@ -30,8 +28,8 @@ int64_t default_context(const Model& model, int64_t max_bytes) {
 
 KvCache::KvCache(uint64_t model_identity, const KvShape& shape, int64_t capacity)
     : identity_(model_identity), shape_(shape), capacity_(capacity) {
-  if (shape.dtype != DType::F32 && shape.dtype != DType::BF16)
-    throw unsupported(std::string("KV cache dtype ") + dtype_name(shape.dtype) + " (only F32 and BF16)");
+  if (shape.dtype != DType::F32)
+    throw unsupported(std::string("KV cache dtype ") + dtype_name(shape.dtype) + " (only F32)");
   if (shape.layers <= 0 || shape.kv_heads <= 0 || shape.head_dim <= 0)
     throw bad_input("KV cache shape (" + shape.to_string() + ") must be positive");
   if (capacity < 1) throw bad_input("KV cache capacity must be at least 1 position, got " + std::to_string(capacity));
@@ -39,13 +37,11 @@ KvCache::KvCache(uint64_t model_identity, const KvShape& shape, int64_t capacity
   const int64_t limit = (int64_t(1) << 40) / int64_t(sizeof(float));  // 4 TiB of floats: beyond any real use
   if (capacity > limit / (shape.layers * per_layer_position))
     throw bad_input("KV cache capacity " + std::to_string(capacity) + " is too large for shape " + shape.to_string());
-  const size_t values = static_cast<size_t>(shape.layers * capacity * per_layer_position);
-  const size_t floats = (values * dtype_size(shape.dtype) + sizeof(float) - 1) / sizeof(float);
-  k_ = std::make_unique_for_overwrite<float[]>(floats);
-  v_ = std::make_unique_for_overwrite<float[]>(floats);
+  const size_t n = static_cast<size_t>(shape.layers * capacity * per_layer_position);
+  k_ = std::make_unique_for_overwrite<float[]>(n);
+  v_ = std::make_unique_for_overwrite<float[]>(n);
 }
 
-KvCache::KvCache(const Model& model, int64_t capacity, Precision precision)
-    : KvCache(model.identity(), kv_shape_of(model, precision), capacity) {}
+KvCache::KvCache(const Model& model, int64_t capacity) : KvCache(model.identity(), kv_shape_of(model), capacity) {}
 
 }  // namespace smolvlm

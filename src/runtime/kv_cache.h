@@ -8,7 +8,6 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "kernels/cpu.h"
 #include "model/kv_view.h"
 
 namespace smolvlm {
@@ -19,17 +18,14 @@ struct KvShape {
   int64_t layers = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
-  DType dtype = DType::F32;  // F32 (the cache holds exactly what HF's does) or BF16 (precision fast)
+  DType dtype = DType::F32;  // storage type (fp32: the cache holds exactly what HF's does)
 
   bool operator==(const KvShape&) const = default;
   std::string to_string() const;  // "layers 30, kv_heads 3, head_dim 64, F32"
   int64_t bytes_per_position() const;
 };
 
-// The cache's values at a precision: F32 under exact, BF16 under fast (each new key and value rounded
-// to bf16 as it is stored: half the bytes a decode step's attention reads).
-DType kv_cache_dtype(Precision precision);
-KvShape kv_shape_of(const Model& model, Precision precision = Precision::Exact);
+KvShape kv_shape_of(const Model& model);
 
 // Default capacity: the model's max_position_embeddings, bounded so the cache stays within
 // `max_bytes` (default 2 GiB).
@@ -40,7 +36,7 @@ class KvCache {
   // Error(BadInput) when capacity < 1 or the cache would not be addressable; memory is reserved
   // but pages are only touched as positions are written.
   KvCache(uint64_t model_identity, const KvShape& shape, int64_t capacity);
-  KvCache(const Model& model, int64_t capacity, Precision precision = Precision::Exact);
+  KvCache(const Model& model, int64_t capacity);
   KvCache(KvCache&&) noexcept = default;
   KvCache& operator=(KvCache&&) noexcept = default;
 
@@ -48,13 +44,13 @@ class KvCache {
   const KvShape& shape() const { return shape_; }
   int64_t capacity() const { return capacity_; }
   // The buffers as the model's forward pass takes them.
-  KvView view() { return KvView{shape_.dtype, k_.get(), v_.get(), capacity_}; }
+  KvView view() { return KvView{k_.get(), v_.get(), capacity_}; }
 
  private:
   uint64_t identity_;
   KvShape shape_;
   int64_t capacity_;
-  std::unique_ptr<float[]> k_, v_;  // of shape_.dtype: F32 values, or BF16 bits two to a float
+  std::unique_ptr<float[]> k_, v_;
 };
 
 }  // namespace smolvlm

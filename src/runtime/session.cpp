@@ -11,14 +11,14 @@ namespace smolvlm {
 
 namespace {
 
-KvCache checked_cache(const Model& model, KvCache cache, Precision precision) {
+KvCache checked_cache(const Model& model, KvCache cache) {
   if (cache.model_identity() != model.identity())
     throw state_error("KV cache was made for another model (identity " + std::to_string(cache.model_identity()) +
                       ", this model " + std::to_string(model.identity()) + ", " + model.config().dir.string() + ")");
-  const KvShape expected = kv_shape_of(model, precision);
+  const KvShape expected = kv_shape_of(model);
   if (!(cache.shape() == expected))
-    throw state_error("KV cache shape (" + cache.shape().to_string() + ") does not match the model at precision " +
-                      precision_name(precision) + " (" + expected.to_string() + ")");
+    throw state_error("KV cache shape (" + cache.shape().to_string() + ") does not match the model (" +
+                      expected.to_string() + ")");
   check_context_fits(model.text().config(), cache.capacity());
   return cache;
 }
@@ -26,10 +26,10 @@ KvCache checked_cache(const Model& model, KvCache cache, Precision precision) {
 }  // namespace
 
 Session::Session(const Model& model, ThreadPool& pool, int64_t capacity)
-    : Session(model, pool, KvCache(model, capacity, pool.precision())) {}
+    : Session(model, pool, KvCache(model, capacity)) {}
 
 Session::Session(const Model& model, ThreadPool& pool, KvCache cache)
-    : model_(model), pool_(pool), cache_(checked_cache(model, std::move(cache), pool.precision())) {}
+    : model_(model), pool_(pool), cache_(checked_cache(model, std::move(cache))) {}
 
 void Session::set_decode_group(DecodeGroup* group) {
   if (group_ && group_ != group) group_->leave(*this);

@@ -25,10 +25,9 @@ void decode_batch(std::span<Session* const> sessions, std::span<const int64_t> t
 
 class Session {
  public:
-  // A fresh cache of `capacity` positions for `model`, of the pool's precision (kv_shape_of).
+  // A fresh cache of `capacity` positions for `model`.
   Session(const Model& model, ThreadPool& pool, int64_t capacity);
-  // Adopts an existing cache; Error(State) if it was made for another model or has another shape (its
-  // dtype included: the pool's precision decides it).
+  // Adopts an existing cache; Error(State) if it was made for another model or has another shape.
   Session(const Model& model, ThreadPool& pool, KvCache cache);
 
   const Model& model() const { return model_; }

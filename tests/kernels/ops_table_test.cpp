@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
@@ -619,61 +618,6 @@ TEST_P(OpsTable, SingleRowAttentionGivesTheSameBitsOnEveryThreadCount) {
     r.out = want.data();
     attention_reference(r, shape);
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(outs[0][i], want[i], 1e-5f) << "element " << i;
-  }
-}
-
-// Keys and values given as bf16 bits (a bf16 KV cache) are widened exactly and take the fp32
-// arithmetic: the bits of the same call on their fp32 values, on the rows attended one at a time, in
-// blocks, in a batched step and in the reference; and exactly one of the two forms must be given.
-TEST_P(OpsTable, Bf16KeysAndValuesGiveTheBitsOfTheirFp32Values) {
-  const KernelPath path = GetParam();
-  if (!kernel_path_supported(path))
-    GTEST_SKIP() << "this CPU cannot run the " << kernel_path_name(path) << " kernel path";
-  const ScopedKernelPath scope(path);
-  ThreadPool pool(3);
-  const AttentionShape shape{9, 3, 64};
-  const int64_t qw = shape.q_heads * shape.head_dim, kvw = shape.kv_heads * shape.head_dim;
-  const auto rounded = [](std::vector<float> x, std::vector<uint16_t>& bits) {
-    bits.resize(x.size());
-    round_to_bf16(x.data(), int64_t(x.size()), bits.data());
-    widen_bf16(bits.data(), int64_t(x.size()), x.data());
-    return x;
-  };
-  for (const int64_t rows : {int64_t(1), int64_t(5), int64_t(20), int64_t(49)}) {
-    const int64_t keys = rows + 30;
-    std::vector<uint16_t> k_bits, v_bits;
-    const std::vector<float> q = uniform(size_t(rows * qw), 130), k = rounded(uniform(size_t(keys * kvw), 131), k_bits),
-                             v = rounded(uniform(size_t(keys * kvw), 132), v_bits);
-    std::vector<float> from_f32(size_t(rows * qw), -1.f), from_bf16(size_t(rows * qw), -2.f);
-    AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows, from_f32.data(), qw};
-    AttentionArgs b = a;
-    b.k = b.v = nullptr;
-    b.k_bf16 = k_bits.data();
-    b.v_bf16 = v_bits.data();
-    b.out = from_bf16.data();
-    attention(a, shape, pool);
-    attention(b, shape, pool);
-    EXPECT_EQ(0, std::memcmp(from_f32.data(), from_bf16.data(), from_f32.size() * sizeof(float))) << rows << " rows";
-    attention_reference(a, shape);
-    attention_reference(b, shape);
-    EXPECT_EQ(0, std::memcmp(from_f32.data(), from_bf16.data(), from_f32.size() * sizeof(float)))
-        << rows << " rows, reference";
-    if (rows == 1) {
-      std::vector<float> batched(from_f32.size(), -3.f);
-      attention(a, shape, pool);
-      AttentionArgs c = b;
-      c.out = batched.data();
-      const AttentionArgs batch[] = {c, b};
-      attention_single_rows(batch, shape, pool);
-      EXPECT_EQ(0, std::memcmp(from_f32.data(), batched.data(), from_f32.size() * sizeof(float))) << "batched";
-    }
-    AttentionArgs both = a;
-    both.k_bf16 = k_bits.data();
-    both.v_bf16 = v_bits.data();
-    EXPECT_THROW(attention(both, shape, pool), Error);
-    AttentionArgs half = b;
-    half.v_bf16 = nullptr;
-    EXPECT_THROW(attention(half, shape, pool), Error);
   }
 }
 

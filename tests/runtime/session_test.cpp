@@ -3,16 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <optional>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/error.h"
-#include "kernels/attention.h"
-#include "kernels/cpu.h"
-#include "kernels/thread_pool.h"
-#include "model/kv_view.h"
-#include "runtime/kv_cache.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -127,45 +120,6 @@ TEST(Session, CacheFromAnotherModelOrShapeIsRefused) {
   KvCache right(llama(), 16);
   Session ok(llama(), pool, std::move(right));
   EXPECT_NO_THROW(ok.prefill(kPrompt));
-}
-
-// Under precision fast the cache holds bf16: each stored key and value is its fp32 value rounded to
-// nearest even, read back widened; a cache of the other precision's dtype is refused.
-TEST(Session, FastPrecisionKeepsTheCacheInBf16) {
-  std::optional<KernelPath> fast_path;
-  for (const KernelPath p : kAllKernelPaths)
-    if (precision_supported(p, Precision::Fast)) fast_path = p;
-  if (!fast_path) GTEST_SKIP() << "no kernel path of this CPU has precision fast";
-  ThreadPool exact_pool(2), fast_pool(2, *fast_path, Precision::Fast);
-  Session exact(llama(), exact_pool, 16), fast(llama(), fast_pool, 16);
-  EXPECT_EQ(exact.cache().shape().dtype, DType::F32);
-  EXPECT_EQ(fast.cache().shape().dtype, DType::BF16);
-  EXPECT_EQ(fast.cache().shape().bytes_per_position() * 2, exact.cache().shape().bytes_per_position());
-  EXPECT_EQ(error_kind_of([&] { Session s(llama(), fast_pool, KvCache(llama(), 16)); }), ErrorKind::State);
-  EXPECT_EQ(error_kind_of([&] { Session s(llama(), exact_pool, KvCache(llama(), 16, Precision::Fast)); }),
-            ErrorKind::State);
-  EXPECT_NO_THROW(fast.prefill(kPrompt));
-  EXPECT_NO_THROW(fast.decode(5));
-
-  KvCache cache(llama(), 4, Precision::Fast);
-  const KvShape& shape = cache.shape();
-  const int64_t kv_dim = shape.kv_heads * shape.head_dim;
-  std::vector<float> k(size_t(2 * kv_dim)), v(k.size());
-  for (size_t i = 0; i < k.size(); ++i) {
-    k[i] = 1.0f + float(i) * 0x1p-12f;  // most need rounding; some sit halfway (ties to even)
-    v[i] = -3.0f * k[i];
-  }
-  const int64_t layer = shape.layers - 1;
-  store_kv_rows(cache.view(), layer, 2, 2, kv_dim, k.data(), v.data());
-  AttentionArgs a;
-  read_kv_layer(cache.view(), layer, kv_dim, a);
-  ASSERT_EQ(a.k, nullptr);
-  ASSERT_NE(a.k_bf16, nullptr);
-  for (size_t i = 0; i < k.size(); ++i) {
-    ASSERT_EQ(a.k_bf16[2 * kv_dim + int64_t(i)], f32_to_bf16(k[i])) << "key value " << i;
-    ASSERT_EQ(a.v_bf16[2 * kv_dim + int64_t(i)], f32_to_bf16(v[i])) << "value " << i;
-  }
-  EXPECT_NE(bf16_to_f32(f32_to_bf16(k[1])), k[1]);  // the test's values really are rounded
 }
 
 TEST(Session, BadCapacityIsRefused) {

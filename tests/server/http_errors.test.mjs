@@ -65,12 +65,10 @@ test("bad requests: 400, 401, 404, 413 in OpenAI's shape", async () => {
     assertError(await curl(s.url + "/v1/models"), 401);
     const models = await curl(s.url + "/v1/models", { headers: auth });
     assert.equal(models.status, 200);
-    // What the model runs on: the kernel path, the precision, each stored format's decode products and
-    // what the KV cache holds.
+    // What the model runs on: the kernel path, the precision and each stored format's decode products.
     const info = models.json.data[0].smolvlm;
     assert.equal(info.precision, "exact");
     assert.match(info.decode_products, new RegExp(`^BF16 ${info.kernel_path} fp32$`), JSON.stringify(info));
-    assert.equal(info.kv_cache, "F32");
     assertError(await curl(chat(s.url), { method: "POST", body: "{\"messages\": [", headers: auth }), 400, { code: "invalid_json" });
     assertError(await curl(chat(s.url), { method: "POST", body: { messages: [{ role: "user", content: "hi" }], n: 3 }, headers: auth }), 400, { param: "n" });
     assertError(await curl(chat(s.url), { method: "POST", body: { messages: [{ role: "user", content: "hi" }], presence_penalty: 1 }, headers: auth }),
