@@ -53,7 +53,10 @@ void DecodeGroup::decode(Session& session, int64_t token) {
       changed_.notify_all();
       continue;
     }
-    if (stepping_) changed_.wait(lock);
+    // Only the first member waiting holds the deadline (the earliest: it arrived first); the others
+    // sleep until a step ends or one of them completes the group. Every waiter timing its own deadline
+    // woke 2.8 of 4 members in the middle of each step (their step had begun without them knowing).
+    if (stepping_ || pending_.front() != &mine) changed_.wait(lock);
     else changed_.wait_until(lock, deadline);
   }
   if (mine.error) std::rethrow_exception(mine.error);
