@@ -7,7 +7,9 @@
 // end of the last step; decode_step_bench's BM_GroupStreams on a full-size synth shows that.)
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <latch>
 #include <thread>
 #include <vector>
@@ -57,6 +59,46 @@ TEST(DecodeGroupSteps, FourStreamsShareTheirSteps) {
               int(kStreams * kTokens), double(kStreams * kTokens) / double(steps));
   EXPECT_GE(steps, static_cast<uint64_t>(kTokens));
   EXPECT_LT(steps, static_cast<uint64_t>(kStreams * kTokens));
+}
+
+// Members that are decoding but do not come back for their next step (no leave()) hold the others
+// back at most the group's wait: the first member waiting times it, and every member waiting then goes
+// in the step it starts, the ones that arrived later too.
+TEST(DecodeGroupSteps, MembersThatStopComingHoldTheOthersOnlyForTheWait) {
+  static auto model = Model::load(test::data_dir() / "models" / "llama-tiny");
+  DecodeGroup group(std::chrono::milliseconds(20));
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < 4; ++i) {
+    pools.push_back(std::make_unique<ThreadPool>(1));
+    sessions.push_back(std::make_unique<Session>(*model, *pools.back(), 64));
+    sessions.back()->set_decode_group(&group);
+    sessions.back()->prefill(std::vector<int64_t>{1, 2, 3, int64_t(4 + i)});
+  }
+  const auto decode_on_threads = [&](std::vector<int> members) {
+    std::vector<std::future<void>> done;
+    for (const int i : members)
+      done.push_back(std::async(std::launch::async, [&, i] { sessions[static_cast<size_t>(i)]->decode(7); }));
+    return done;
+  };
+  for (auto& f : decode_on_threads({0, 1, 2, 3})) f.get();  // all four are decoding members now
+  // Then the first alone (it times the wait itself), then the second and third together (the first
+  // of them times it for both); the last never comes back.
+  const uint64_t before = group.steps();
+  bool all_served = true;
+  for (const std::vector<int>& members : {std::vector<int>{0}, std::vector<int>{1, 2}}) {
+    auto done = decode_on_threads(members);
+    for (auto& f : done) all_served = all_served && f.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+    if (!all_served) group.leave(*sessions[3]);  // releases them: the test fails below instead of hanging
+    for (auto& f : done) f.get();
+  }
+  EXPECT_TRUE(all_served) << "members waited past the group's wait for one that never came";
+  const uint64_t steps = group.steps() - before;
+  EXPECT_GE(steps, 2u);
+  EXPECT_LE(steps, 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sessions[static_cast<size_t>(i)]->position(), 6);
+  EXPECT_EQ(sessions[3]->position(), 5);
+  group.leave(*sessions[3]);
 }
 
 }  // namespace
