@@ -62,8 +62,8 @@ TEST(DecodeGroupSteps, FourStreamsShareTheirSteps) {
 }
 
 // Members that are decoding but do not come back for their next step (no leave()) hold the others
-// back at most the group's wait: the first member waiting times it, and every member waiting then goes
-// in the step it starts, the ones that arrived later too.
+// back only for the group's wait, which the first member waiting times: one member alone is served,
+// then two together (in one step, or two if the second came after the first's wait ran out).
 TEST(DecodeGroupSteps, MembersThatStopComingHoldTheOthersOnlyForTheWait) {
   static auto model = Model::load(test::data_dir() / "models" / "llama-tiny");
   DecodeGroup group(std::chrono::milliseconds(20));
