@@ -93,6 +93,12 @@ typedef struct smolvlm_model_options {
    * cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 or neon
    * kernel path or the avx512 one with avx512_bf16, else SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
+  /* Where the weights live: NULL, "" or "read" (the default): the weight files are read whole into
+   * this process's memory at load (advised for huge pages, then read-only); or "map": the files are
+   * mapped (the load returns at once, pages are read from disk on first use and shared with other
+   * processes mapping the same files). On a VM whose kernel samples the page cache, decode from
+   * mapped files stalled for 60-100 ms every 0.5 s (the README measures it). */
+  const char* weight_memory;
 } smolvlm_model_options;
 
 SMOLVLM_API void smolvlm_model_options_init(smolvlm_model_options* options);
@@ -133,6 +139,8 @@ typedef struct smolvlm_model_info {
    * avx512_vnni CPU "Q4 avx512-vnni int8, Q8 avx512-vnni int8" (formats without integer products say
    * "<path> fp32"). "" when the weights are not loaded. */
   const char* decode_products;
+  /* "read" or "map" (smolvlm_model_options.weight_memory); "" when the weights are not loaded. */
+  const char* weight_memory;
 } smolvlm_model_info;
 
 /* Fills `info` (call smolvlm_model_info_init first or set struct_size). Strings live as long as the model. */

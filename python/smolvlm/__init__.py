@@ -60,7 +60,8 @@ def _options(max_new_tokens, split, stop, stop_ids, context, ignore_eos, samplin
 class Model:
     """A loaded model: SmolVLM (images and text) or a Llama-family text model.
 
-    Model(path_or_hub_id, threads=None, ctx=None, kernels=None, load_weights=True, precision=None)
+    Model(path_or_hub_id, threads=None, ctx=None, kernels=None, load_weights=True, precision=None,
+          weight_memory=None)
 
     path_or_hub_id: a model folder (config.json, *.safetensors, tokenizer.json, ...) or a hub id
         "org/name[@revision]" already in the HuggingFace cache (the network is never used).
@@ -73,6 +74,9 @@ class Model:
         products on avx512 with avx512_bf16 (measured 1.4-2x faster), and decode with q8/q4/lut4 weights
         on int8 products on avx512 with avx512_vnni, avx2 and neon; other paths refuse it with an error
         naming what is missing. info()["decode_products"] names what decode runs; the cost is in the README.
+    weight_memory: "read" (None: the weight files read whole into memory at load) or "map" (mapped:
+        the load returns at once and the pages are shared with other processes; decode measured slower
+        on a VM whose kernel samples the page cache). info()["weight_memory"] says which.
 
     One Model serves many threads at once, each request on a session of its own.
 
@@ -85,8 +89,9 @@ class Model:
 
     def __init__(self, path_or_hub_id: Union[str, os.PathLike], threads: Optional[int] = None,
                  ctx: Optional[int] = None, kernels: Optional[str] = None, load_weights: bool = True,
-                 precision: Optional[str] = None):
-        self._m = _smolvlm._Model(os.fspath(path_or_hub_id), threads, ctx, kernels, load_weights, precision)
+                 precision: Optional[str] = None, weight_memory: Optional[str] = None):
+        self._m = _smolvlm._Model(os.fspath(path_or_hub_id), threads, ctx, kernels, load_weights, precision,
+                                  weight_memory)
 
     def info(self) -> dict:
         """The architecture, parameters per component, sizes, context length and kernel path."""

@@ -45,7 +45,8 @@ class Stream(Iterator[str]):
 
 class Model:
     def __init__(self, path_or_hub_id: Union[str, os.PathLike], threads: Optional[int] = ..., ctx: Optional[int] = ...,
-                 kernels: Optional[str] = ..., load_weights: bool = ...) -> None: ...
+                 kernels: Optional[str] = ..., load_weights: bool = ..., precision: Optional[str] = ...,
+                 weight_memory: Optional[str] = ...) -> None: ...
     def info(self) -> Dict[str, Any]: ...
     def caption(self, images: Union[ImageLike, Sequence[ImageLike]], prompt: str = ..., *, max_new_tokens: int = ...,
                 split: Optional[bool] = ..., stop: Optional[Sequence[str]] = ..., stop_ids: Optional[Sequence[int]] = ...,

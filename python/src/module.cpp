@@ -381,6 +381,7 @@ py::dict model_info(const ModelPtr& m) {
   d["file_bytes"] = i.file_bytes;
   d["decode_bytes"] = i.decode_bytes;
   d["decode_products"] = i.decode_products ? i.decode_products : "";
+  d["weight_memory"] = i.weight_memory ? i.weight_memory : "";
   d["recommended_sampling"] =
       py::dict(py::arg("temperature") = i.recommended_temperature, py::arg("top_k") = i.recommended_top_k,
                py::arg("top_p") = i.recommended_top_p, py::arg("repetition_penalty") = i.recommended_repetition_penalty);
@@ -388,13 +389,15 @@ py::dict model_info(const ModelPtr& m) {
 }
 
 ModelPtr load_model(const std::string& path, std::optional<int> threads, std::optional<int64_t> ctx,
-                    std::optional<std::string> kernels, bool load_weights, std::optional<std::string> precision) {
+                    std::optional<std::string> kernels, bool load_weights, std::optional<std::string> precision,
+                    std::optional<std::string> weight_memory) {
   smolvlm_model_options o;
   smolvlm_model_options_init(&o);
   if (threads) o.threads = *threads;
   if (ctx) o.max_context = *ctx;
   if (kernels) o.kernel_path = kernels->c_str();
   if (precision) o.precision = precision->c_str();
+  if (weight_memory) o.weight_memory = weight_memory->c_str();
   o.load_weights = load_weights ? 1 : 0;
   py::gil_scoped_release nogil;
   return std::make_shared<smolvlm::api::Model>(smolvlm::api::Model::load(path, &o));
@@ -493,7 +496,8 @@ PYBIND11_MODULE(_smolvlm, m) {
 
   py::class_<smolvlm::api::Model, ModelPtr>(m, "_Model")
       .def(py::init(&load_model), py::arg("path"), py::arg("threads") = py::none(), py::arg("ctx") = py::none(),
-           py::arg("kernels") = py::none(), py::arg("load_weights") = true, py::arg("precision") = py::none())
+           py::arg("kernels") = py::none(), py::arg("load_weights") = true, py::arg("precision") = py::none(),
+           py::arg("weight_memory") = py::none())
       .def("info", &model_info)
       .def("caption", [](const ModelPtr& m, const py::object& images, const std::string& prompt, const py::dict& opts) {
         return run(m, *caption_request(images, prompt, opts));

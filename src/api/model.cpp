@@ -54,6 +54,12 @@ Precision precision_named(const char* name, KernelPath path) {
   return Precision::Fast;
 }
 
+FileResidency weight_memory_named(const char* name) {
+  if (!name || !*name || std::string(name) == "read") return FileResidency::Read;
+  if (std::string(name) == "map") return FileResidency::Mapped;
+  throw bad_input(std::string("weight memory \"") + name + "\": expected read or map");
+}
+
 int thread_count(int32_t asked) {
   if (asked < 0 || asked > 1024) throw bad_input("threads must be in [0, 1024], got " + std::to_string(asked));
   if (asked > 0) return asked;
@@ -133,6 +139,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     m->threads = thread_count(o.threads);
     m->kernel_path = kernel_path_named(o.kernel_path);
     m->precision = precision_named(o.precision, m->kernel_path);
+    const FileResidency residency = weight_memory_named(o.weight_memory);
     if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
     if (o.vision_cache_images < 0)
       throw bad_input("vision_cache_images must be >= 0, got " + std::to_string(o.vision_cache_images));
@@ -144,7 +151,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
                                 [dir, documented_template] { return TextAssets::load(dir, documented_template); });
     if (o.load_weights) {
       const ScopedKernelPath path(m->kernel_path);
-      m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config));
+      m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config, residency));
       m->model->vision_cache().set_max_entries(static_cast<size_t>(o.vision_cache_images));
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
       m->decode_products = capi::decode_products(m->config, m->model->checkpoint(), m->kernel_path, m->precision);
@@ -218,6 +225,9 @@ smolvlm_status smolvlm_model_get_info(const smolvlm_model* model, smolvlm_model_
       r.decode_bytes = decode_bytes(cfg, model->model->checkpoint());
     }
     r.decode_products = model->decode_products.c_str();
+    r.weight_memory = !model->model                                                   ? ""
+                      : model->model->checkpoint().residency() == FileResidency::Read ? "read"
+                                                                                      : "map";
     const size_t n = std::min(info->struct_size, sizeof(r));
     r.struct_size = info->struct_size;
     std::memcpy(static_cast<void*>(info), &r, n);

@@ -15,7 +15,7 @@ namespace smolvlm::cli {
 namespace {
 
 struct BatchFlags {
-  std::string input, output, shard = "0/1", model, kernels, precision;
+  std::string input, output, shard = "0/1", model, kernels, precision, weight_memory;
   bool resume = false, no_split = false, progress = false, no_progress = false;
   int threads = 0;
   JobDefaults defaults;
@@ -53,6 +53,7 @@ const Command kBatch{
       sub.add_option("--kernels", f->kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() +
                                                   " on this CPU (default: the best; also SMOLVLM_KERNELS)");
       add_precision_flag(sub, f->precision);
+      add_weight_memory_flag(sub, f->weight_memory);
       sub.add_option("--prompt", f->defaults.prompt, "the prompt of a job that gives images and no prompt")
           ->capture_default_str();
       sub.add_option("--max-new-tokens", f->defaults.max_new_tokens, "default max_new_tokens of a job")
@@ -80,6 +81,7 @@ const Command kBatch{
         mo.threads = f->threads;
         if (!f->kernels.empty()) mo.kernel_path = f->kernels.c_str();
         if (!f->precision.empty()) mo.precision = f->precision.c_str();
+        if (!f->weight_memory.empty()) mo.weight_memory = f->weight_memory.c_str();
         const api::Model model = api::Model::load(f->model, &mo);
         const BatchSummary s = run_batch(model, o);
         std::fprintf(stderr,

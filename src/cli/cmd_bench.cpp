@@ -32,7 +32,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct BenchArgs {
   std::string model;
   std::string image;
-  std::string precision;  // empty: the library's default (exact)
+  std::string precision;      // empty: the library's default (exact)
+  std::string weight_memory;  // empty: the library's default (read)
   bool split = false, no_split = false;
   int threads = 2;
   int decode_tokens = 64;
@@ -107,6 +108,7 @@ int run_bench(const BenchArgs& a) {
   smolvlm_model_options_init(&mo);
   mo.threads = a.threads;
   mo.vision_cache_images = 0;
+  if (!a.weight_memory.empty()) mo.weight_memory = a.weight_memory.c_str();
   if (!a.precision.empty()) mo.precision = a.precision.c_str();  // every vision pass timed runs the tower (the same image each time)
   std::optional<bench::OpenBlasSgemm> blas;
   if (!a.skip_ceilings) blas.emplace(a.threads);
@@ -119,6 +121,7 @@ int run_bench(const BenchArgs& a) {
   out["kernel_path"] = info.kernel_path;
   out["precision"] = info.precision;
   out["decode_products"] = info.decode_products;
+  out["weight_memory"] = info.weight_memory;
   std::fprintf(stderr, "loaded %s in %.3f s\n", info.architecture, out["load_s"].get<double>());
   t = Clock::now();
   model.tokenizer();  // the part of its load that the model's load did not overlap
@@ -315,6 +318,7 @@ static Command bench_command(
       sub.add_option("--decode-tokens", a->decode_tokens, "Tokens timed for decode")->check(CLI::Range(2, 100000));
       sub.add_option("--caption-tokens", a->caption_tokens, "New tokens of the timed caption")->check(CLI::Range(1, 100000));
       add_precision_flag(sub, a->precision);
+      add_weight_memory_flag(sub, a->weight_memory);
       sub.add_flag("--no-ceilings", a->skip_ceilings, "Skip the FMA/triad/read/OpenBLAS measurements");
       sub.add_flag("--json", a->json, "Print the figures as JSON");
       return [a] {

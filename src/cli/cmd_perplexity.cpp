@@ -105,6 +105,7 @@ const Command kPerplexity{"perplexity", "Teacher-forced perplexity of a text or 
   auto threads = std::make_shared<int>(0);
   auto as_json = std::make_shared<bool>(false);
   auto precision = std::make_shared<std::string>();
+  auto weight_memory = std::make_shared<std::string>();
   sub.add_option("--model", *model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
   auto* text_opt = sub.add_option("--text", *text, "text file, tokenized as the model's tokenizer does (no special tokens added)");
   sub.add_option("--ids", *ids_file, "JSON file of pre-tokenized ids: a list of id lists, or {\"sequences\": [...]}")
@@ -115,11 +116,13 @@ const Command kPerplexity{"perplexity", "Teacher-forced perplexity of a text or 
   sub.add_option("--threads", *threads, "worker threads (default: all)")->check(CLI::NonNegativeNumber);
   sub.add_flag("--json", *as_json, "print one JSON object");
   add_precision_flag(sub, *precision);  // the model's; the base always runs exact
+  add_weight_memory_flag(sub, *weight_memory);  // both models'
   return [=]() {
     if (text->empty() == ids_file->empty()) throw UsageError("perplexity: give exactly one of --text FILE and --ids FILE");
     smolvlm_model_options o;
     smolvlm_model_options_init(&o);
     o.threads = *threads;
+    if (!weight_memory->empty()) o.weight_memory = weight_memory->c_str();
     smolvlm_model_options mo = o;
     if (!precision->empty()) mo.precision = precision->c_str();
     const api::Model m = api::Model::load(model->empty() ? smolvlm_default_model() : *model, &mo);

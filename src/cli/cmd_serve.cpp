@@ -46,6 +46,7 @@ const Command kServe{"serve", "Serve a model over an OpenAI-compatible HTTP API 
   sub.add_option("--threads", o->threads, "worker threads of each slot (default: all cores)");
   sub.add_option("--kernels", o->kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() + " on this CPU (default: the best)");
   add_precision_flag(sub, o->precision);
+  add_weight_memory_flag(sub, o->weight_memory);
   auto key = sub.add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on every /v1 route");
   sub.add_option("--api-key-file", *key_file, "read the API key from this file (keeps it out of the process list)")->excludes(key);
   sub.add_option("--max-tokens", o->default_max_tokens, "new tokens when a request gives no max_tokens")->capture_default_str()

@@ -28,13 +28,13 @@ std::string timing_report(const smolvlm_result& r, double load_s, const smolvlm_
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "load %.3f s, preprocess %.3f s, vision %.3f s, prefill %.3f s (%lld tokens, %.1f tok/s), "
-                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, precision %s (decode products: %s), %d threads; "
-                "finish: %s",
+                "decode %.3f s (%zu tokens, %.2f tok/s); kernels %s, precision %s (decode products: %s), %d threads, "
+                "weights %s; finish: %s",
                 load_s, t.preprocess_s, t.vision_s, t.prefill_s, static_cast<long long>(r.prompt_tokens),
                 t.prefill_s > 0 ? r.prompt_tokens / t.prefill_s : 0.0, t.decode_s, decoded,
                 t.decode_s > 0 ? decoded / t.decode_s : 0.0, r.kernel_path, info.precision,
                 info.decode_products ? info.decode_products : "", info.threads,
-                smolvlm_finish_reason_name(r.finish_reason));
+                info.weight_memory ? info.weight_memory : "", smolvlm_finish_reason_name(r.finish_reason));
   return buf;
 }
 
@@ -51,6 +51,14 @@ void add_precision_flag(CLI::App& sub, std::string& precision) {
       ->check(CLI::IsMember({"exact", "fast"}));
 }
 
+void add_weight_memory_flag(CLI::App& sub, std::string& weight_memory) {
+  sub.add_option("--weight-memory", weight_memory,
+                 "where the weights live: read (the default: the files read whole into memory at load, advised for "
+                 "huge pages) or map (the files mapped: a load at once, pages shared with other processes; decode "
+                 "measured slower on a VM whose kernel samples the page cache, see the README)")
+      ->check(CLI::IsMember({"read", "map"}));
+}
+
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help) {
   sub.add_option("--model", f.model, std::string("model folder or hub id (default ") + smolvlm_default_model() + ")");
   sub.add_option("--max-new-tokens", f.max_new_tokens, "stop after this many new tokens")->capture_default_str();
@@ -59,6 +67,7 @@ void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& 
   sub.add_option("--kernels", f.kernels, std::string("kernel path: ") + smolvlm_supported_kernel_paths() +
                                              " on this CPU (default: the best; also SMOLVLM_KERNELS)");
   add_precision_flag(sub, f.precision);
+  add_weight_memory_flag(sub, f.weight_memory);
   sub.add_option("--temperature", f.temperature, "sample with this temperature (0: greedy)")->capture_default_str();
   sub.add_option("--top-k", f.top_k, "sample among the k most likely tokens (0: off)");
   sub.add_option("--top-p", f.top_p, "nucleus sampling mass (1: off)");
@@ -83,6 +92,7 @@ api::Model load_model(const GenerationFlags& f) {
   mo.threads = f.threads;
   if (!f.kernels.empty()) mo.kernel_path = f.kernels.c_str();
   if (!f.precision.empty()) mo.precision = f.precision.c_str();
+  if (!f.weight_memory.empty()) mo.weight_memory = f.weight_memory.c_str();
   return api::Model::load(f.model, &mo);
 }
 

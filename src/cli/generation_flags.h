@@ -15,7 +15,7 @@
 namespace smolvlm::cli {
 
 struct GenerationFlags {
-  std::string model, dump, kernels, precision;
+  std::string model, dump, kernels, precision, weight_memory;
   int64_t max_new_tokens = 256, ctx = 0;
   int32_t top_k = 0;
   int threads = 0;
@@ -29,6 +29,8 @@ struct GenerationFlags {
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help);
 // --precision exact|fast into `precision` (empty when not given: the library's default, exact).
 void add_precision_flag(CLI::App& sub, std::string& precision);
+// --weight-memory read|map into `weight_memory` (empty when not given: the library's default, read).
+void add_weight_memory_flag(CLI::App& sub, std::string& weight_memory);
 
 // The model named by --model, with the flags' threads, kernel path and precision.
 api::Model load_model(const GenerationFlags& f);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -18,49 +19,111 @@ namespace {
 std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
-MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+namespace {
+
+// Huge pages of 2 MiB (x86-64, and aarch64 with 4 KiB pages): memory starting on such a boundary can
+// be backed by them whole.
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+// Anonymous read-write memory of `bytes` (whole pages) starting on a kHugePageBytes boundary, advised
+// for huge pages; nullptr when the system has none to give.
+uint8_t* reserve_memory(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (base + kHugePageBytes - 1) & ~uintptr_t(kHugePageBytes - 1);
+  if (start > base) ::munmap(p, start - base);
+  if (const size_t tail = base + kHugePageBytes - start) ::munmap(reinterpret_cast<void*>(start + bytes), tail);
+  // Advice only: fine where refused. Populating the memory before reading into it made reading the
+  // 256M model's 513 MB from the page cache 0.09-0.10 s instead of 0.76-0.95 s (huge pages faulted in
+  // one at a time by the read).
+#ifdef MADV_HUGEPAGE
+  ::madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+  ::madvise(reinterpret_cast<void*>(start), bytes, MADV_POPULATE_WRITE);
+#endif
+  return reinterpret_cast<uint8_t*>(start);
+}
+
+// Reads bytes [0, n) of the open file into dst.
+void read_whole(int fd, uint8_t* dst, size_t n, const std::filesystem::path& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, dst + done, std::min(n - done, size_t(1) << 30), static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw io_error(path.string() + ": cannot read: " + errno_text());
+    if (got == 0)
+      throw io_error(path.string() + ": ended after " + std::to_string(done) + " of its " + std::to_string(n) +
+                     " bytes (changed while being read?)");
+    done += static_cast<size_t>(got);
+  }
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path, FileResidency residency)
+    : path_(path), residency_(residency) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw io_error(path.string() + ": cannot open: " + errno_text());
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    std::string why = errno_text();
-    ::close(fd);
-    throw io_error(path.string() + ": cannot stat: " + why);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw io_error(path.string() + ": not a regular file");
-  }
+  if (::fstat(fd, &st) != 0) throw io_error(path.string() + ": cannot stat: " + errno_text());
+  if (!S_ISREG(st.st_mode)) throw io_error(path.string() + ": not a regular file");
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
+  if (size_ == 0) return;
+  if (residency_ == FileResidency::Mapped) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      std::string why = errno_text();
-      ::close(fd);
-      throw io_error(path.string() + ": cannot mmap: " + why);
-    }
+    if (p == MAP_FAILED) throw io_error(path.string() + ": cannot mmap: " + errno_text());
     data_ = static_cast<const uint8_t*>(p);
+    reserved_ = size_;
+    return;
   }
-  ::close(fd);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t bytes = (size_ + page - 1) / page * page;
+  uint8_t* memory = reserve_memory(bytes);
+  if (!memory)
+    throw io_error(path.string() + ": cannot get " + std::to_string(bytes) + " bytes of memory to read it into: " +
+                   errno_text());
+  data_ = memory;
+  reserved_ = bytes;
+  try {
+    read_whole(fd, memory, size_, path);
+  } catch (...) {
+    release();
+    throw;
+  }
+  // Read-only from here on, as a mapped file is: a stray write faults instead of changing a weight.
+  ::mprotect(memory, bytes, PROT_READ);
 }
 
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+void MappedFile::release() noexcept {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), reserved_);
+  data_ = nullptr;
+  size_ = reserved_ = 0;
 }
 
-MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+MappedFile::~MappedFile() { release(); }
+
+MappedFile::MappedFile(MappedFile&& o) noexcept
+    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), reserved_(o.reserved_), residency_(o.residency_) {
   o.data_ = nullptr;
-  o.size_ = 0;
+  o.size_ = o.reserved_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    release();
     path_ = std::move(o.path_);
     data_ = o.data_;
     size_ = o.size_;
+    reserved_ = o.reserved_;
+    residency_ = o.residency_;
     o.data_ = nullptr;
-    o.size_ = 0;
+    o.size_ = o.reserved_ = 0;
   }
   return *this;
 }

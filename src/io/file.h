@@ -1,4 +1,4 @@
-// Files: read-only memory maps, whole small files, atomic writes (temp file + rename).
+// Files: whole files read-only (mapped, or read into memory), whole small files, atomic writes (temp file + rename).
 #pragma once
 
 #include <cstddef>
@@ -9,11 +9,26 @@
 
 namespace smolvlm {
 
-// A read-only memory map of a whole file. Move-only; unmaps on destruction.
+// Where a file's bytes live while it is open.
+enum class FileResidency {
+  // Mapped from the page cache: opens at once, shares its pages with every process that maps the
+  // file, and reads the disk on first touch.
+  Mapped,
+  // Read once into memory of this process (advised for huge pages where the kernel has them, then
+  // made read-only): the open reads the whole file. On a Linux VM whose kernel samples the page cache
+  // (DAMON), reading a mapped file every few milliseconds stalled for 60-100 ms after each sample, every
+  // 0.5 s; this memory does not (bench/RESULTS.md).
+  Read,
+};
+
+// The bytes of a whole file, read-only: mapped, or read into memory (FileResidency). Move-only;
+// releases them on destruction.
 class MappedFile {
  public:
   MappedFile() = default;
-  explicit MappedFile(const std::filesystem::path& path);  // throws Error(Io)
+  // Throws Error(Io) naming the file: missing, unreadable, not a regular file, or shorter than it
+  // said while being read.
+  explicit MappedFile(const std::filesystem::path& path, FileResidency residency = FileResidency::Mapped);
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -23,11 +38,15 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
+  FileResidency residency() const { return residency_; }
 
  private:
+  void release() noexcept;
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t reserved_ = 0;  // bytes of the mapping at data_ (size_ rounded up to whole pages when Read)
+  FileResidency residency_ = FileResidency::Mapped;
 };
 
 // Reads a whole (small) file; refuses files larger than `max_bytes`. Throws Error(Io / BadInput).

@@ -90,7 +90,7 @@ int64_t TensorView::numel() const {
   return n;
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : map_(path) {
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, FileResidency residency) : map_(path, residency) {
   parse(map_.data(), map_.size(), path.string());
 }
 
@@ -365,9 +365,10 @@ uint64_t identity_of(const std::string& config_text, const std::map<std::string,
 
 }  // namespace
 
-std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir, FileResidency residency) {
   std::unique_ptr<Checkpoint> ck(new Checkpoint());
   ck->dir_ = dir;
+  ck->residency_ = residency;
   std::error_code config_ec;
   if (!std::filesystem::exists(dir / "config.json", config_ec))
     throw bad_input(dir.string() + ": no config.json in this folder (is it a model folder?)");
@@ -390,7 +391,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
     }
     std::map<std::string, std::string> seen_in;  // tensor -> shard holding it
     for (const std::string& file : shard_names) {
-      auto shard = std::make_unique<SafetensorsFile>(dir / file);
+      auto shard = std::make_unique<SafetensorsFile>(dir / file, residency);
       for (const TensorView& t : shard->tensors()) {
         auto prior = seen_in.find(t.name);
         if (prior != seen_in.end())
@@ -412,7 +413,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::filesystem::path& dir) {
                         ", but that shard has no such tensor");
   } else if (std::filesystem::exists(single_path, ec)) {
     where = single_path.string();
-    ck->shards_.push_back(std::make_unique<SafetensorsFile>(single_path));
+    ck->shards_.push_back(std::make_unique<SafetensorsFile>(single_path, residency));
     ck->files_.push_back("model.safetensors");
   } else {
     throw bad_input(dir.string() + ": no weights: neither model.safetensors nor model.safetensors.index.json exists");

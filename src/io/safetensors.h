@@ -41,13 +41,14 @@ inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 // bounds, sizes, no overlap, no duplicates, __metadata__ string map). Throws Error naming the file.
 class SafetensorsFile {
  public:
-  explicit SafetensorsFile(const std::filesystem::path& path);
+  explicit SafetensorsFile(const std::filesystem::path& path, FileResidency residency = FileResidency::Mapped);
   // Validation of an in-memory image of a file (fuzzing, tests); `data` must outlive the object.
   SafetensorsFile(const uint8_t* data, size_t size, const std::string& name);
 
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   size_t file_bytes() const { return size_; }
+  FileResidency residency() const { return map_.residency(); }
 
  private:
   void parse(const uint8_t* data, size_t size, const std::string& name);
@@ -89,7 +90,9 @@ void write_safetensors_streaming(const std::filesystem::path& path, const std::v
 // file formats only: which tensors a model needs is checked by the model (model/spec.h).
 class Checkpoint {
  public:
-  static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
+  // The files' bytes mapped or read into memory as `residency` says (io/file.h).
+  static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir,
+                                          FileResidency residency = FileResidency::Mapped);
   // Whether `dir` has weights to open: model.safetensors or model.safetensors.index.json.
   static bool has_weights(const std::filesystem::path& dir);
 
@@ -105,6 +108,7 @@ class Checkpoint {
   uint64_t identity() const { return identity_; }
   // config.json's quantization_config (io/quantization.h): empty for an unquantized model.
   const QuantizationConfig& quantization() const { return quantization_; }
+  FileResidency residency() const { return residency_; }
 
  private:
   Checkpoint() = default;
@@ -115,6 +119,7 @@ class Checkpoint {
   std::map<std::string, TensorView, std::less<>> tensors_;
   uint64_t identity_ = 0;
   QuantizationConfig quantization_;
+  FileResidency residency_ = FileResidency::Mapped;
 };
 
 }  // namespace smolvlm

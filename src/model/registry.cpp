@@ -95,8 +95,8 @@ ModelSpec model_spec(const ModelConfig& cfg) {
   return cfg.architecture->spec(cfg);
 }
 
-std::unique_ptr<Checkpoint> open_checkpoint(const ModelConfig& cfg) {
-  std::unique_ptr<Checkpoint> ckpt = Checkpoint::open(cfg.dir);
+std::unique_ptr<Checkpoint> open_checkpoint(const ModelConfig& cfg, FileResidency residency) {
+  std::unique_ptr<Checkpoint> ckpt = Checkpoint::open(cfg.dir, residency);
   validate_checkpoint(model_spec(cfg), *ckpt);
   return ckpt;
 }

@@ -99,7 +99,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 ModelSpec model_spec(const ModelConfig& cfg);
 
 // The weights of cfg.dir, validated against the spec (every tensor present with its shape and a
-// float dtype, nothing unexpected).
-std::unique_ptr<Checkpoint> open_checkpoint(const ModelConfig& cfg);
+// float dtype, nothing unexpected), mapped or read into memory as `residency` says.
+std::unique_ptr<Checkpoint> open_checkpoint(const ModelConfig& cfg, FileResidency residency = FileResidency::Mapped);
 
 }  // namespace smolvlm

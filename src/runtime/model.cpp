@@ -4,9 +4,9 @@
 
 namespace smolvlm {
 
-std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
+std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, FileResidency residency) {
   ModelConfig config = load_model_config(dir);
-  std::unique_ptr<Checkpoint> checkpoint = open_checkpoint(config);
+  std::unique_ptr<Checkpoint> checkpoint = open_checkpoint(config, residency);
   return std::make_unique<Model>(std::move(config), std::move(checkpoint));
 }
 

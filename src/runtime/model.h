@@ -1,5 +1,6 @@
-// A loaded model: its configs, the checkpoint (mapped weights) validated against the architecture's
-// spec, and the components the architecture binds to it. Nothing is copied except small fp32 vectors.
+// A loaded model: its configs, the checkpoint (its weight files mapped or read into memory, io/file.h)
+// validated against the architecture's spec, and the components the architecture binds to it, which
+// read the weights where the checkpoint holds them (only small fp32 vectors are copied).
 #pragma once
 
 #include <filesystem>
@@ -16,7 +17,8 @@ namespace smolvlm {
 
 class Model {
  public:
-  static std::unique_ptr<Model> load(const std::filesystem::path& dir);
+  static std::unique_ptr<Model> load(const std::filesystem::path& dir,
+                                     FileResidency residency = FileResidency::Read);
   // `checkpoint` must have passed open_checkpoint(config)'s validation.
   Model(ModelConfig config, std::unique_ptr<Checkpoint> checkpoint);
 

@@ -273,6 +273,7 @@ void load_model(Server& s) {
     mo.threads = s.opt.threads;
     if (!s.opt.kernels.empty()) mo.kernel_path = s.opt.kernels.c_str();
     if (!s.opt.precision.empty()) mo.precision = s.opt.precision.c_str();
+    if (!s.opt.weight_memory.empty()) mo.weight_memory = s.opt.weight_memory.c_str();
     if (s.opt.context > 0) mo.max_context = s.opt.context;
     s.model.emplace(api::Model::load(s.opt.model, &mo));
     s.model->tokenizer();  // a broken tokenizer fails here, not in the first request

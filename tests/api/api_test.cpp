@@ -294,6 +294,32 @@ TEST(Api, InfoNamesTheDecodeProductsOfEachFormat) {
   std::filesystem::remove_all(dir);
 }
 
+// The weights read into memory (the default) or mapped: the same tokens, and info says which.
+TEST(Api, WeightsReadOrMappedGiveTheSameTokens) {
+  const auto load_with = [](const std::string& dir, const char* memory) {
+    smolvlm_model_options o;
+    smolvlm_model_options_init(&o);
+    o.threads = 2;
+    o.weight_memory = memory;
+    return api::Model::load(dir, &o);
+  };
+  for (const std::string& dir : {tiny_llama(), (test::data_dir() / "trained" / "kjv-llama").string()}) {
+    SCOPED_TRACE(dir);
+    const api::Model by_default = load_with(dir, nullptr), read = load_with(dir, "read"), mapped = load_with(dir, "map");
+    EXPECT_STREQ(by_default.info().weight_memory, "read");
+    EXPECT_STREQ(read.info().weight_memory, "read");
+    EXPECT_STREQ(mapped.info().weight_memory, "map");
+    const std::vector<int32_t> want = ids_of(mapped.generate(text_request("In the beginning", 12)));
+    EXPECT_EQ(want.size(), 12u);
+    EXPECT_EQ(ids_of(read.generate(text_request("In the beginning", 12))), want);
+    EXPECT_EQ(ids_of(by_default.generate(text_request("In the beginning", 12))), want);
+  }
+  smolvlm_model_options c;
+  smolvlm_model_options_init(&c);
+  c.load_weights = 0;
+  EXPECT_STREQ(api::Model::load(tiny_llama(), &c).info().weight_memory, "") << "no weights, nowhere";
+}
+
 TEST(Api, TwoModelsInOneProcessEachOnItsOwnKernels) {
   const char* paths = smolvlm_supported_kernel_paths();
   const std::string best = std::string(paths).substr(std::string(paths).rfind(' ') + 1);
@@ -397,6 +423,12 @@ TEST(Api, EveryErrorCodeFromBadInputWithItsMessage) {
     smolvlm_model_options o;
     smolvlm_model_options_init(&o);
     o.precision = "half";
+    return smolvlm_model_load(tiny_llama().c_str(), &o, &model);
+  });
+  expect_error(SMOLVLM_ERR_BAD_INPUT, "weight memory \"mmap\": expected read or map", [&] {
+    smolvlm_model_options o;
+    smolvlm_model_options_init(&o);
+    o.weight_memory = "mmap";
     return smolvlm_model_load(tiny_llama().c_str(), &o, &model);
   });
   expect_error(SMOLVLM_ERR_UNSUPPORTED, "avx512_bf16", [&] {
