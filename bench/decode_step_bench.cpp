@@ -4,7 +4,7 @@
 // decode group (what `smolvlm serve --parallel n` runs per request, without HTTP): aggregate tok/s of
 // whole requests, each request's prompt prefill included (its share shrinks as t grows).
 // Usage: SMOLVLM_BENCH_MODEL=DIR [SMOLVLM_BENCH_THREADS=2] [SMOLVLM_BENCH_PRECISION=exact|fast]
-//        [SMOLVLM_BENCH_CONTEXT=4096] decode_step_bench --benchmark_counters_tabular=true
+//        [SMOLVLM_BENCH_WEIGHT_MEMORY=read|map] [SMOLVLM_BENCH_CONTEXT=4096] decode_step_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <smolvlm.hpp>
@@ -24,7 +24,8 @@ const smolvlm::api::Model& model() {
     smolvlm_model_options_init(&o);
     const char* threads = std::getenv("SMOLVLM_BENCH_THREADS");
     o.threads = threads ? std::atoi(threads) : 2;
-    o.precision = std::getenv("SMOLVLM_BENCH_PRECISION");  // null: the default (exact)
+    o.precision = std::getenv("SMOLVLM_BENCH_PRECISION");          // null: the default (exact)
+    o.weight_memory = std::getenv("SMOLVLM_BENCH_WEIGHT_MEMORY");  // null: the default (read)
     const char* dir = std::getenv("SMOLVLM_BENCH_MODEL");
     if (!dir) throw std::runtime_error("set SMOLVLM_BENCH_MODEL to a model folder");
     return smolvlm::api::Model::load(dir, &o);
