@@ -153,6 +153,20 @@ class ModelTest(unittest.TestCase):
                      "--max-new-tokens", "6", "--json", FLOWER)
         self.assertEqual(list(r.token_ids), c["token_ids"])
 
+    def test_weight_memory(self):
+        self.assertEqual(self.m.info()["weight_memory"], "read")
+        mapped = smolvlm.Model(TINY, threads=2, weight_memory="map")
+        self.assertEqual(mapped.info()["weight_memory"], "map")
+        with self.assertRaisesRegex(Exception, "expected read or map"):
+            smolvlm.Model(TINY, weight_memory="mmap")
+        bad = cli("caption", "--model", TINY, "--weight-memory", "mmap", FLOWER, check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--weight-memory", bad.stderr)
+        r = mapped.caption(FLOWER, max_new_tokens=6, split=False)
+        c = cli_json("caption", "--model", TINY, "--threads", "2", "--weight-memory", "read", "--no-split",
+                     "--max-new-tokens", "6", "--json", FLOWER)
+        self.assertEqual(list(r.token_ids), c["token_ids"])
+
     def test_image_inputs_bit_identical(self):
         odd = [os.path.join(IMAGES, "odd", n) for n in ("gen_513x513.png", "gen_pal4bit.png", "gen_1024x512.jpg")]
         for path in [FLOWER] + odd:
