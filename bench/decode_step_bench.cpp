@@ -25,7 +25,7 @@ const smolvlm::api::Model& model() {
     const char* threads = std::getenv("SMOLVLM_BENCH_THREADS");
     o.threads = threads ? std::atoi(threads) : 2;
     o.precision = std::getenv("SMOLVLM_BENCH_PRECISION");          // null: the default (exact)
-    o.weight_memory = std::getenv("SMOLVLM_BENCH_WEIGHT_MEMORY");  // null: the default (read)
+    o.weight_memory = std::getenv("SMOLVLM_BENCH_WEIGHT_MEMORY");  // null: the library's choice
     const char* dir = std::getenv("SMOLVLM_BENCH_MODEL");
     if (!dir) throw std::runtime_error("set SMOLVLM_BENCH_MODEL to a model folder");
     return smolvlm::api::Model::load(dir, &o);

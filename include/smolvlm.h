@@ -93,11 +93,13 @@ typedef struct smolvlm_model_options {
    * cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 or neon
    * kernel path or the avx512 one with avx512_bf16, else SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;
-  /* Where the weights live: NULL, "" or "read" (the default): the weight files are read whole into
-   * this process's memory at load (advised for huge pages, then read-only); or "map": the files are
-   * mapped (the load returns at once, pages are read from disk on first use and shared with other
-   * processes mapping the same files). On a VM whose kernel samples the page cache, decode from
-   * mapped files stalled for 60-100 ms every 0.5 s (the README measures it). */
+  /* Where the weights live: "read": the weight files are read whole into this process's memory at
+   * load (advised for huge pages, then read-only), SMOLVLM_ERR_UNSUPPORTED where they do not fit in
+   * the memory available; "map": the files are mapped (the load returns at once, pages are read from
+   * disk on first use, shared with other processes mapping the same files, and dropped under memory
+   * pressure); NULL or "" (the default): "read" where the files take at most three quarters of the
+   * memory available, else "map". On a VM whose kernel samples the page cache, decode from mapped
+   * files stalled for 60-100 ms every 0.5 s (the README measures it). */
   const char* weight_memory;
 } smolvlm_model_options;
 

@@ -74,9 +74,10 @@ class Model:
         products on avx512 with avx512_bf16 (measured 1.4-2x faster), and decode with q8/q4/lut4 weights
         on int8 products on avx512 with avx512_vnni, avx2 and neon; other paths refuse it with an error
         naming what is missing. info()["decode_products"] names what decode runs; the cost is in the README.
-    weight_memory: "read" (None: the weight files read whole into memory at load) or "map" (mapped:
-        the load returns at once and the pages are shared with other processes; decode measured slower
-        on a VM whose kernel samples the page cache). info()["weight_memory"] says which.
+    weight_memory: "read" (the weight files read whole into memory at load) or "map" (mapped: the load
+        returns at once and the pages are shared with other processes; decode measured slower on a VM
+        whose kernel samples the page cache); None: "read" where the files take at most three quarters
+        of the memory available, else "map". info()["weight_memory"] says which.
 
     One Model serves many threads at once, each request on a session of its own.
 

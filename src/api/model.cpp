@@ -1,5 +1,6 @@
 // Models, their information and their tokenizers.
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "api/handles.h"
@@ -54,10 +55,21 @@ Precision precision_named(const char* name, KernelPath path) {
   return Precision::Fast;
 }
 
-FileResidency weight_memory_named(const char* name) {
-  if (!name || !*name || std::string(name) == "read") return FileResidency::Read;
+// smolvlm_model_options.weight_memory: unset (nullopt), or read / map.
+std::optional<FileResidency> weight_memory_named(const char* name) {
+  if (!name || !*name) return std::nullopt;
+  if (std::string(name) == "read") return FileResidency::Read;
   if (std::string(name) == "map") return FileResidency::Mapped;
   throw bad_input(std::string("weight memory \"") + name + "\": expected read or map");
+}
+
+// Where the weights of `cfg` live (weight_residency); the files are sized only when it matters.
+FileResidency weight_residency_of(std::optional<FileResidency> asked, const ModelConfig& cfg) {
+  if (asked == FileResidency::Mapped) return FileResidency::Mapped;
+  const std::optional<uint64_t> available = available_memory_bytes();
+  if (!available) return FileResidency::Read;
+  const uint64_t bytes = Checkpoint::open(cfg.dir, FileResidency::Mapped)->file_bytes();
+  return weight_residency(asked, bytes, available, cfg.dir.string());
 }
 
 int thread_count(int32_t asked) {
@@ -139,7 +151,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
     m->threads = thread_count(o.threads);
     m->kernel_path = kernel_path_named(o.kernel_path);
     m->precision = precision_named(o.precision, m->kernel_path);
-    const FileResidency residency = weight_memory_named(o.weight_memory);
+    const std::optional<FileResidency> weight_memory = weight_memory_named(o.weight_memory);
     if (o.max_context < 0) throw bad_input("max_context must be >= 0, got " + std::to_string(o.max_context));
     if (o.vision_cache_images < 0)
       throw bad_input("vision_cache_images must be >= 0, got " + std::to_string(o.vision_cache_images));
@@ -151,7 +163,7 @@ smolvlm_status smolvlm_model_load(const char* ref, const smolvlm_model_options* 
                                 [dir, documented_template] { return TextAssets::load(dir, documented_template); });
     if (o.load_weights) {
       const ScopedKernelPath path(m->kernel_path);
-      m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config, residency));
+      m->model = std::make_unique<Model>(m->config, open_checkpoint(m->config, weight_residency_of(weight_memory, m->config)));
       m->model->vision_cache().set_max_entries(static_cast<size_t>(o.vision_cache_images));
       m->max_context = o.max_context > 0 ? o.max_context : default_context(*m->model);
       m->decode_products = capi::decode_products(m->config, m->model->checkpoint(), m->kernel_path, m->precision);

@@ -33,7 +33,7 @@ struct BenchArgs {
   std::string model;
   std::string image;
   std::string precision;      // empty: the library's default (exact)
-  std::string weight_memory;  // empty: the library's default (read)
+  std::string weight_memory;  // empty: the library's choice
   bool split = false, no_split = false;
   int threads = 2;
   int decode_tokens = 64;

@@ -53,9 +53,10 @@ void add_precision_flag(CLI::App& sub, std::string& precision) {
 
 void add_weight_memory_flag(CLI::App& sub, std::string& weight_memory) {
   sub.add_option("--weight-memory", weight_memory,
-                 "where the weights live: read (the default: the files read whole into memory at load, advised for "
-                 "huge pages) or map (the files mapped: a load at once, pages shared with other processes; decode "
-                 "measured slower on a VM whose kernel samples the page cache, see the README)")
+                 "where the weights live: read (the files read whole into memory at load, advised for huge pages) or "
+                 "map (the files mapped: a load at once, pages shared with other processes; decode measured slower on "
+                 "a VM whose kernel samples the page cache, see the README); default: read where the files take at "
+                 "most 3/4 of the memory available, else map")
       ->check(CLI::IsMember({"read", "map"}));
 }
 

@@ -29,7 +29,8 @@ struct GenerationFlags {
 void add_generation_flags(CLI::App& sub, GenerationFlags& f, const std::string& dump_help);
 // --precision exact|fast into `precision` (empty when not given: the library's default, exact).
 void add_precision_flag(CLI::App& sub, std::string& precision);
-// --weight-memory read|map into `weight_memory` (empty when not given: the library's default, read).
+// --weight-memory read|map into `weight_memory` (empty when not given: the library's default, read
+// where the files fit in memory).
 void add_weight_memory_flag(CLI::App& sub, std::string& weight_memory);
 
 // The model named by --model, with the flags' threads, kernel path and precision.

@@ -128,6 +128,39 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   return *this;
 }
 
+namespace {
+
+// The number after `key` in a file of "key value" lines or of one value ("max" reads as absent).
+std::optional<uint64_t> number_in(const char* path, std::string_view key) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    const char* p = line.c_str() + key.size();
+    while (*p == ' ' || *p == '\t') ++p;
+    if (*p < '0' || *p > '9') return std::nullopt;
+    return std::strtoull(p, nullptr, 10);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<uint64_t> available_memory_bytes() {
+  std::optional<uint64_t> bytes;
+  if (const auto kb = number_in("/proc/meminfo", "MemAvailable:")) bytes = *kb * 1024;
+  // cgroup v2 (a container's own where it has a cgroup namespace): its limit less what it holds,
+  // the page cache it could drop not counted.
+  const auto limit = number_in("/sys/fs/cgroup/memory.max", "");
+  auto used = number_in("/sys/fs/cgroup/memory.current", "");
+  if (limit && used) {
+    const uint64_t cache = number_in("/sys/fs/cgroup/memory.stat", "file ").value_or(0);
+    *used -= std::min(*used, cache);
+    const uint64_t left = *limit > *used ? *limit - *used : 0;
+    bytes = bytes ? std::min(*bytes, left) : left;
+  }
+  return bytes;
+}
+
 std::string read_file(const std::filesystem::path& path, size_t max_bytes) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw io_error(path.string() + ": no such file");

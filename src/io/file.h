@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,11 @@ class MappedFile {
   size_t reserved_ = 0;  // bytes of the mapping at data_ (size_ rounded up to whole pages when Read)
   FileResidency residency_ = FileResidency::Mapped;
 };
+
+// Bytes of memory this process could still get without swapping: the kernel's MemAvailable, within
+// what the cgroup's memory.max leaves (its page cache counted as free); nullopt where neither can be
+// read.
+std::optional<uint64_t> available_memory_bytes();
 
 // Reads a whole (small) file; refuses files larger than `max_bytes`. Throws Error(Io / BadInput).
 std::string read_file(const std::filesystem::path& path, size_t max_bytes = size_t(256) << 20);

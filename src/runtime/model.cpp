@@ -4,6 +4,17 @@
 
 namespace smolvlm {
 
+FileResidency weight_residency(std::optional<FileResidency> asked, uint64_t bytes, std::optional<uint64_t> available,
+                               const std::string& what) {
+  if (asked == FileResidency::Mapped) return FileResidency::Mapped;
+  if (!available) return FileResidency::Read;
+  if (!asked) return bytes <= *available / 4 * 3 ? FileResidency::Read : FileResidency::Mapped;
+  if (bytes > *available)
+    throw unsupported(what + ": its weight files take " + std::to_string(bytes) + " bytes, more than the " +
+                      std::to_string(*available) + " bytes of memory available to read them into");
+  return FileResidency::Read;
+}
+
 std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, FileResidency residency) {
   ModelConfig config = load_model_config(dir);
   std::unique_ptr<Checkpoint> checkpoint = open_checkpoint(config, residency);

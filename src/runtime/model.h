@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "io/safetensors.h"
 #include "model/connector.h"
@@ -14,6 +16,14 @@
 #include "runtime/vision_cache.h"
 
 namespace smolvlm {
+
+// Where weight files of `bytes` in all should live, `available` bytes of memory being free
+// (available_memory_bytes; nullopt: unknown): mapped when asked; read into memory when asked, an
+// Error(Unsupported) naming `what` when they do not fit; not asked: read where they take at most
+// three quarters of the memory (or where it is unknown), else mapped, which pages them in and out as
+// memory allows instead of failing.
+FileResidency weight_residency(std::optional<FileResidency> asked, uint64_t bytes, std::optional<uint64_t> available,
+                               const std::string& what);
 
 class Model {
  public:

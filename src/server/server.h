@@ -23,7 +23,7 @@ struct ServerOptions {
   int threads = 0;           // worker threads per slot; 0: every core
   std::string kernels;       // "" : the best the CPU has
   std::string precision;     // "" : exact (smolvlm_model_options.precision)
-  std::string weight_memory; // "" : read (smolvlm_model_options.weight_memory)
+  std::string weight_memory; // "" : the library's choice (smolvlm_model_options.weight_memory)
   std::string api_key;       // "" : no key needed
   int64_t default_max_tokens = 256;
   size_t max_body = size_t(32) << 20;
