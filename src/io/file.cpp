@@ -17,9 +17,6 @@ namespace smolvlm {
 
 namespace {
 std::string errno_text() { return std::strerror(errno); }
-}  // namespace
-
-namespace {
 
 // Huge pages of 2 MiB (x86-64, and aarch64 with 4 KiB pages): memory starting on such a boundary can
 // be backed by them whole.
