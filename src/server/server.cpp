@@ -41,7 +41,7 @@ struct Server {
   std::atomic<const Scheduler*> published{nullptr};  // the scheduler, once made (read by any handler)
   Metrics metrics;
   std::string model_id;
-  std::string kernel_path, precision, decode_products;
+  std::string kernel_path, precision, decode_products, weight_memory;
   std::atomic<uint64_t> next_id{0};
   uint64_t id_salt = std::random_device{}();
   // Streamed answers still being written: a job is done before its last events go out, and the
@@ -214,6 +214,7 @@ void add_routes(Server& s) {
       m["smolvlm"] = {{"kernel_path", s.kernel_path},
                       {"precision", s.precision},
                       {"decode_products", s.decode_products},
+                      {"weight_memory", s.weight_memory},
                       {"slots", s.opt.parallel}};
     res.set_content(ojson{{"object", "list"}, {"data", ojson::array({m})}}.dump(), "application/json");
   }));
@@ -281,10 +282,12 @@ void load_model(Server& s) {
     s.kernel_path = info.kernel_path;
     s.precision = info.precision;
     s.decode_products = info.decode_products;
+    s.weight_memory = info.weight_memory;
     s.scheduler = std::make_unique<Scheduler>(*s.model, s.opt.parallel, s.opt.context, s.opt.queue, s.opt.batch);
     s.published = s.scheduler.get();
-    std::fprintf(stderr, "smolvlm serve: %s ready (%s kernels, precision %s: decode %s; %d slot%s%s, context %lld)\n",
-                 s.model_id.c_str(), s.kernel_path.c_str(), s.precision.c_str(), s.decode_products.c_str(), s.opt.parallel, s.opt.parallel == 1 ? "" : "s",
+    std::fprintf(stderr, "smolvlm serve: %s ready (%s kernels, precision %s: decode %s; weights %s; %d slot%s%s, context %lld)\n",
+                 s.model_id.c_str(), s.kernel_path.c_str(), s.precision.c_str(), s.decode_products.c_str(),
+                 s.weight_memory.c_str(), s.opt.parallel, s.opt.parallel == 1 ? "" : "s",
                  s.opt.parallel > 1 ? (s.opt.batch ? ", batched decoding" : ", unbatched") : "",
                  static_cast<long long>(s.model->info().max_context));
     State expected = State::Loading;

@@ -69,6 +69,7 @@ test("bad requests: 400, 401, 404, 413 in OpenAI's shape", async () => {
     const info = models.json.data[0].smolvlm;
     assert.equal(info.precision, "exact");
     assert.match(info.decode_products, new RegExp(`^BF16 ${info.kernel_path} fp32$`), JSON.stringify(info));
+    assert.equal(info.weight_memory, "read", "a small model's weights are read into memory");
     assertError(await curl(chat(s.url), { method: "POST", body: "{\"messages\": [", headers: auth }), 400, { code: "invalid_json" });
     assertError(await curl(chat(s.url), { method: "POST", body: { messages: [{ role: "user", content: "hi" }], n: 3 }, headers: auth }), 400, { param: "n" });
     assertError(await curl(chat(s.url), { method: "POST", body: { messages: [{ role: "user", content: "hi" }], presence_penalty: 1 }, headers: auth }),
