@@ -145,12 +145,10 @@ TEST(CliBench, ReportsColdAndWarmVisionAndEveryStage) {
   EXPECT_LE(out["vision_s_per_tile"].get<double>(), out["vision_median_s_per_tile"].get<double>());
   EXPECT_FALSE(out.contains("ceilings"));  // --no-ceilings
   EXPECT_GT(out["caption_s_incl_load"].get<double>(), out["vision_cold_s_per_tile"].get<double>());
-  // Decode: the mean rate, the median token and the best token, which can be no slower than the
-  // median or the mean (equal when one token is timed, but for the rounding of the two divisions).
-  ASSERT_TRUE(out.contains("decode_best_gb_s") && out.contains("decode_best_token_s") &&
-              out.contains("decode_median_token_s"));
+  // Decode: the mean rate and the best token, which can be no slower than the mean (equal when one
+  // token is timed, but for the rounding of the two divisions).
+  ASSERT_TRUE(out.contains("decode_best_gb_s") && out.contains("decode_best_token_s"));
   EXPECT_GE(out["decode_best_gb_s"].get<double>(), out["decode_gb_s"].get<double>() * (1 - 1e-12));
-  EXPECT_LE(out["decode_best_token_s"].get<double>(), out["decode_median_token_s"].get<double>());
   EXPECT_EQ(out["weight_memory"].get<std::string>(), "read") << "a small model fits in memory";
   EXPECT_NEAR(out["decode_best_gb_s"].get<double>() * out["decode_best_token_s"].get<double>(),
               out["decode_gb_s"].get<double>() / out["decode_tok_s"].get<double>(), 1e-6);
