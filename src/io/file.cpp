@@ -76,7 +76,6 @@ MappedFile::MappedFile(const std::filesystem::path& path, FileResidency residenc
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) throw io_error(path.string() + ": cannot mmap: " + errno_text());
     data_ = static_cast<const uint8_t*>(p);
-    reserved_ = size_;
     return;
   }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -86,7 +85,6 @@ MappedFile::MappedFile(const std::filesystem::path& path, FileResidency residenc
     throw io_error(path.string() + ": cannot get " + std::to_string(bytes) + " bytes of memory to read it into: " +
                    errno_text());
   data_ = memory;
-  reserved_ = bytes;
   try {
     read_whole(fd, memory, size_, path);
   } catch (...) {
@@ -97,18 +95,19 @@ MappedFile::MappedFile(const std::filesystem::path& path, FileResidency residenc
   ::mprotect(memory, bytes, PROT_READ);
 }
 
+// Either kind of memory is released by munmap, which takes the length in whole pages.
 void MappedFile::release() noexcept {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), reserved_);
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
-  size_ = reserved_ = 0;
+  size_ = 0;
 }
 
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), reserved_(o.reserved_), residency_(o.residency_) {
+    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), residency_(o.residency_) {
   o.data_ = nullptr;
-  o.size_ = o.reserved_ = 0;
+  o.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
@@ -117,10 +116,9 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     path_ = std::move(o.path_);
     data_ = o.data_;
     size_ = o.size_;
-    reserved_ = o.reserved_;
     residency_ = o.residency_;
     o.data_ = nullptr;
-    o.size_ = o.reserved_ = 0;
+    o.size_ = 0;
   }
   return *this;
 }

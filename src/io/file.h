@@ -46,7 +46,6 @@ class MappedFile {
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  size_t reserved_ = 0;  // bytes of the mapping at data_ (size_ rounded up to whole pages when Read)
   FileResidency residency_ = FileResidency::Mapped;
 };
 
