@@ -8,7 +8,8 @@
 // integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s), and
 // --int8-kernels (q8, q4, lut4) times each integer product this CPU has alone on that weight, one thread, x
-// rounded before timing. N rows of x per product (default 1: a batched decode step of N sequences).
+// rounded before timing; --k=N makes that weight N wide (a row's fixed cost against its steps). N rows
+// of x per product (default 1: a batched decode step of N sequences).
 // --read-each and --read-once only read the same weights (their bytes summed, the GEMV's split of rows
 // over the threads): one pool call per weight as the products make, or one for the whole token. They
 // tell what the products could reach through the same calls, and what the calls themselves cost.
@@ -171,16 +172,18 @@ constexpr Shapes kHyMt18b{32, 2048, 6144, 512, 120818, 256};
 int main(int argc, char** argv) {
   std::vector<std::string> args;
   Shapes shape = kSmolVlm256m;
+  int64_t cache_cols = 0;  // --k: the in-cache weight's width (default: the model's hidden size)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shape=hymt") shape = kHyMt18b;
     else if (a == "--shape=256m") shape = kSmolVlm256m;
+    else if (a.rfind("--k=", 0) == 0) cache_cols = std::atoll(a.c_str() + 4);
     else args.push_back(a);
   }
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] "
-                 "[--in-cache|--int8-kernels|--rows|--read-each|--read-once] [N] [--shape=256m|hymt]\n",
+                 "[--in-cache|--int8-kernels|--rows|--read-each|--read-once] [N] [--shape=256m|hymt] [--k=N]\n",
                  argv[0]);
     return 2;
   }
@@ -194,8 +197,13 @@ int main(int argc, char** argv) {
                   fast ? Precision::Fast : Precision::Exact);
   const int64_t M = n_args > 4 ? std::max(1, std::atoi(args[4].c_str())) : 1;
   const std::string option = n_args > 3 ? args[3] : "";
-  if (option == "--in-cache") return in_cache(f, pool, tokens, M, shape.cache_rows, shape.H);
-  if (option == "--int8-kernels") return int8_kernels_alone(f, tokens, M, shape.cache_rows, shape.H);
+  if (cache_cols < 0 || cache_cols > (int64_t(1) << 20) || (cache_cols % 2) != 0) {
+    std::fprintf(stderr, "--k takes an even width up to 1048576\n");
+    return 2;
+  }
+  const int64_t cache_k = cache_cols > 0 ? cache_cols : shape.H;
+  if (option == "--in-cache") return in_cache(f, pool, tokens, M, shape.cache_rows, cache_k);
+  if (option == "--int8-kernels") return int8_kernels_alone(f, tokens, M, shape.cache_rows, cache_k);
   const Mode mode = option == "--read-each" ? Mode::ReadEach : option == "--read-once" ? Mode::ReadOnce : Mode::Products;
 
   std::mt19937 rng(1);
