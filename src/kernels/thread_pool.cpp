@@ -135,7 +135,12 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   auto all_done = [&] { return pending_.load() == 0; };
   if (!spin_until(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
-    caller_sleeping_.store(true);
+    // An exchange, not a store: the check of pending_ below must not be seen before this flag. A
+    // seq_cst store then a seq_cst load of another atomic (stlr, ldar on aarch64) is ordered on the
+    // hardware, but not under every emulator: under qemu user mode `smolvlm check` once stopped here
+    // with both threads asleep, its last worker having read the flag as unset. A read-modify-write is
+    // a full barrier everywhere.
+    caller_sleeping_.exchange(true);
     done_.wait(lock, all_done);
     caller_sleeping_.store(false);
   }
