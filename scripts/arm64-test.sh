@@ -34,9 +34,11 @@ ctest --test-dir "$build" --no-tests=error --output-on-failure -j2 -R "$cases" -
 
 # The emulated CPU above has dotprod, so the neon path's pools took the sdot products; the Armv8.0
 # ones (smull) ran there by themselves. On a CPU without dotprod the pools take those.
-qemu-aarch64-static -cpu cortex-a57 -L "$sysroot" "$build/tests/test_kernels" --gtest_brief=1 \
-  --gtest_filter='Int8Rows.*:Int8Gemv.*:FastPrecision.*'
+# Each run under a time limit (far above its seconds), so that a hang fails the stage instead of
+# stalling CI.
+timeout 600 qemu-aarch64-static -cpu cortex-a57 -L "$sysroot" "$build/tests/test_kernels" --gtest_brief=1 \
+  --gtest_filter='Int8Rows.*:Int8Gemv.*:FastPrecision.*' || { echo "Armv8.0 kernel tests failed or hung" >&2; exit 1; }
 
 # `smolvlm check` runs every path the (emulated) CPU has and must name neon among them.
-"$build/smolvlm-emulated" check | tee "$build/check.txt"
+timeout 600 "$build/smolvlm-emulated" check | tee "$build/check.txt" || { echo "smolvlm check failed or hung" >&2; exit 1; }
 grep -q 'kernel paths run: scalar, neon' "$build/check.txt" || { echo "smolvlm check did not run the neon path" >&2; exit 1; }
