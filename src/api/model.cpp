@@ -63,12 +63,12 @@ std::optional<FileResidency> weight_memory_named(const char* name) {
   throw bad_input(std::string("weight memory \"") + name + "\": expected read or map");
 }
 
-// Where the weights of `cfg` live (weight_residency); the files are sized only when it matters.
+// Where the weights of `cfg` live (weight_residency); the files are sized (their headers opened) only
+// where the answer depends on their size.
 FileResidency weight_residency_of(std::optional<FileResidency> asked, const ModelConfig& cfg) {
-  if (asked == FileResidency::Mapped) return FileResidency::Mapped;
   const std::optional<uint64_t> available = available_memory_bytes();
-  if (!available) return FileResidency::Read;
-  const uint64_t bytes = Checkpoint::open(cfg.dir, FileResidency::Mapped)->file_bytes();
+  const bool sized = asked != FileResidency::Mapped && available;
+  const uint64_t bytes = sized ? Checkpoint::open(cfg.dir, FileResidency::Mapped)->file_bytes() : 0;
   return weight_residency(asked, bytes, available, cfg.dir.string());
 }
 

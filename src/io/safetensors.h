@@ -48,7 +48,6 @@ class SafetensorsFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   size_t file_bytes() const { return size_; }
-  FileResidency residency() const { return map_.residency(); }
 
  private:
   void parse(const uint8_t* data, size_t size, const std::string& name);

@@ -400,7 +400,7 @@ SMOLVLM_VNNI inline void four_rows(const Int8Rows& x, int64_t m0, const RowsOf& 
       nibble_block<4, X, F, false>(x, m0, p, rows, r, tables);
   }
   // Unrolled: as loops, GCC made these stores to rows far apart scatters (vscatterqps), which AMD
-  // cores run slowly: the 256M model's 576 x 576 LUT4 product in cache took 11% longer with them.
+  // cores run slowly: the 256M model's 576 x 576 LUT4 product in cache took 12% longer with them.
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
