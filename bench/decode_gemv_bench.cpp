@@ -3,7 +3,8 @@
 // the decode GEMV costs without attention, norms or sampling. The quantized formats use quantize's
 // defaults (q8 per row, q4 in groups of 64, lut4 one table per 16 rows; the lm_head q8 per row), with
 // random codes and parameters. On a busy machine read the best token, and alternate builds.
-//   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --int8-kernels | --rows] [N]
+//   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --int8-kernels | --rows |
+//                       --read-each | --read-once | --one-call] [N]
 // ":fast" runs the pool under Precision::Fast (avx512 with avx512_bf16): q8 and q4 then take the
 // integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s), and
@@ -13,6 +14,8 @@
 // --read-each and --read-once only read the same weights (their bytes summed, the GEMV's split of rows
 // over the threads): one pool call per weight as the products make, or one for the whole token. They
 // tell what the products could reach through the same calls, and what the calls themselves cost.
+// --one-call runs the same products in one pool call, its threads meeting at a barrier between them
+// (kernels/team.h, as a one-row decode step runs), each rounding x itself (every format, BF16 too).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +32,7 @@
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemv_int8.h"
 #include "kernels/quant.h"
+#include "kernels/team.h"
 #include "kernels/thread_pool.h"
 
 namespace {
@@ -124,7 +128,7 @@ int int8_kernels_alone(WeightFormat f, int reps, int64_t M, int64_t N, int64_t K
 
 }  // namespace
 
-enum class Mode { Products, ReadEach, ReadOnce };
+enum class Mode { Products, ReadEach, ReadOnce, OneCall };
 
 // Bytes of one row of a weight's values (the codes of a quantized one, nearly all of its bytes).
 int64_t row_bytes_of(const WeightRef& w) {
@@ -183,7 +187,7 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: %s bf16|q8|q4|lut4[:fast] [threads] [tokens] "
-                 "[--in-cache|--int8-kernels|--rows|--read-each|--read-once] [N] [--shape=256m|hymt] [--k=N]\n",
+                 "[--in-cache|--int8-kernels|--rows|--read-each|--read-once|--one-call] [N] [--shape=256m|hymt] [--k=N]\n",
                  argv[0]);
     return 2;
   }
@@ -204,8 +208,10 @@ int main(int argc, char** argv) {
   const int64_t cache_k = cache_cols > 0 ? cache_cols : shape.H;
   if (option == "--in-cache") return in_cache(f, pool, tokens, M, shape.cache_rows, cache_k);
   if (option == "--int8-kernels") return int8_kernels_alone(f, tokens, M, shape.cache_rows, cache_k);
-  const Mode mode = option == "--read-each" ? Mode::ReadEach : option == "--read-once" ? Mode::ReadOnce : Mode::Products;
-
+  const Mode mode = option == "--read-each"  ? Mode::ReadEach
+                    : option == "--read-once" ? Mode::ReadOnce
+                    : option == "--one-call"  ? Mode::OneCall
+                                              : Mode::Products;
   std::mt19937 rng(1);
   const int64_t H = shape.H, I = shape.I, KV = shape.KV, V = shape.V;
   struct Layer {
@@ -234,6 +240,23 @@ int main(int argc, char** argv) {
       for (const WeightRef*& w : order) sink += read_weights({&w, 1}, pool);
     } else if (mode == Mode::ReadOnce) {
       sink += read_weights(order, pool);
+    } else if (mode == Mode::OneCall) {
+      run_team(pool, [&](Team& team) {
+        // Each product: this thread's share (x rounded by the thread itself), then a barrier.
+        auto product = [&](const float* in, std::initializer_list<LinearOutput> outs) {
+          int64_t rows = 0;
+          for (const LinearOutput& o : outs) rows += o.w.rows;
+          linear_shared_input_share(in, M, std::span(outs.begin(), outs.size()), pool, team.first(rows), team.last(rows));
+          team.sync();
+        };
+        for (const Layer& l : layers) {
+          product(x.data(), {{l.q.ref, nullptr, q.data()}, {l.k.ref, nullptr, k.data()}, {l.v.ref, nullptr, v.data()}});
+          product(q.data(), {{l.o.ref, nullptr, o.data()}});
+          product(o.data(), {{l.gate.ref, nullptr, g.data()}, {l.up.ref, nullptr, u.data()}});
+          product(g.data(), {{l.down.ref, nullptr, o.data()}});
+        }
+        product(o.data(), {{head.ref, nullptr, logits.data()}});
+      });
     } else {
       for (const Layer& l : layers) {
         const LinearOutput qkv[] = {{l.q.ref, nullptr, q.data()}, {l.k.ref, nullptr, k.data()}, {l.v.ref, nullptr, v.data()}};
@@ -253,7 +276,8 @@ int main(int argc, char** argv) {
   const double best = times.front(), median = times[times.size() / 2];
   double bytes = 0;
   for (const WeightRef* w : order) bytes += double(row_bytes_of(*w) * w->rows);
-  static const char* const what[] = {"products", "read, one call per weight", "read, one call per token"};
+  static const char* const what[] = {"products", "read, one call per weight", "read, one call per token",
+                                     "products, one call per token"};
   std::printf("%s, %d thread(s), %lld row(s), %s: best step %.3f ms, median %.3f ms (%.0f tok/s at the best; %.1f GB/s "
               "at the best, %.1f at the median)\n",
               (std::string(weight_format_name(f)) + (fast ? " fast" : "")).c_str(), threads, static_cast<long long>(M),

@@ -154,6 +154,20 @@ void attention_single_rows(std::span<const AttentionArgs> args, const AttentionS
   });
 }
 
+void attention_single_rows_part(std::span<const AttentionArgs> args, const AttentionShape& s, int part, int parts) {
+  if (parts < 1 || part < 0 || part >= parts)
+    throw bad_input("attention_single_rows_part: part " + std::to_string(part) + " of " + std::to_string(parts));
+  for (const AttentionArgs& a : args) {
+    check(a, s);
+    if (a.q_rows != 1) throw bad_input("attention_single_rows_part: a query of " + std::to_string(a.q_rows) + " rows");
+  }
+  const int64_t queries = static_cast<int64_t>(args.size());
+  const int64_t heads = heads_per_item(s, queries, parts), items = s.q_heads / heads;
+  const int64_t all = queries * items;
+  for (int64_t item = all * part / parts; item < all * (part + 1) / parts; ++item)
+    attend_heads_row(args[static_cast<size_t>(item / items)], s, (item % items) * heads, heads, 0);
+}
+
 void attention_reference(const AttentionArgs& a, const AttentionShape& s) {
   check(a, s);
   const int64_t D = s.head_dim, group = s.q_heads / s.kv_heads;

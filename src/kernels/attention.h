@@ -42,6 +42,11 @@ void attention(const AttentionArgs& args, const AttentionShape& shape, ThreadPoo
 // Every args[i].q_rows must be 1.
 void attention_single_rows(std::span<const AttentionArgs> args, const AttentionShape& shape, ThreadPool& pool);
 
+// Part `part` of `parts` of attention_single_rows(args, shape, pool) for a pool of `parts` threads, on
+// the calling thread (a thread of a team, kernels/team.h): its items split in order. The parts
+// together write attention_single_rows' bits.
+void attention_single_rows_part(std::span<const AttentionArgs> args, const AttentionShape& shape, int part, int parts);
+
 // The reference attention() is tested against: for each query row and head, in plain loops on the
 // calling thread, scores = q·k_j (fp32, d order), softmax(scores·scale) over the keys the row sees,
 // out = Σ_j p_j·v_j in j order (ops.h's *_reference functions).

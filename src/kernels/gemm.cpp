@@ -286,6 +286,11 @@ PathKernels path_kernels(KernelPath path, Precision precision = Precision::Exact
 
 PathKernels path_kernels(const ThreadPool& pool) { return path_kernels(pool.task_kernel_path(), pool.precision()); }
 
+// linear_row_exact_max on these kernels.
+int64_t row_exact_max(const PathKernels& path) {
+  return path.simd ? path.simd->gemv_max_m : std::numeric_limits<int64_t>::max();
+}
+
 }  // namespace
 
 const char* weight_format_name(WeightFormat f) {
@@ -505,6 +510,45 @@ void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput
   });
 }
 
+void linear_shared_input_share(const float* x, int64_t M, std::span<const LinearOutput> outputs,
+                               const ThreadPool& pool, int64_t n0, int64_t n1, bool columns) {
+  int64_t total = 0;
+  for (const LinearOutput& o : outputs) {
+    check_arguments(x, M, o.w, o.y);
+    if (o.w.cols != outputs[0].w.cols || (columns && o.w.rows != outputs[0].w.rows))
+      throw bad_input("linear_shared_input_share: outputs of different shapes");
+    total += o.w.rows;
+  }
+  const PathKernels path = path_kernels(pool);
+  const gemm::GemmKernels* kern = path.simd;
+  const int64_t end = columns ? (outputs.empty() ? 0 : outputs[0].w.rows) : total;
+  if (n0 < 0 || n1 > end || n0 > n1 || M > row_exact_max(path))
+    throw bad_input("linear_shared_input_share: rows [" + std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                    std::to_string(end) + " for " + std::to_string(M) + " rows of x");
+  if (M == 0 || n0 == n1) return;
+  const int64_t K = outputs[0].w.cols;
+  bool any_int8 = false;
+  for (const LinearOutput& o : outputs) any_int8 = any_int8 || (kern && takes_int8(*kern, pool, o.w));
+  const Int8Rows xq = any_int8 && K > 0 ? t_int8_rows.quantize(x, M, K, kern->round_int8_row) : Int8Rows{};
+  int64_t base = 0;
+  for (const LinearOutput& o : outputs) {
+    const int64_t N = o.w.rows;
+    const int64_t b = columns ? n0 : std::max(n0, base) - base, e = columns ? n1 : std::min(n1, base + N) - base;
+    base += N;
+    if (b >= e) continue;
+    if (K == 0) {
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = b; n < e; ++n) o.y[m * N + n] = o.bias ? o.bias[n] : 0.f;
+    } else if (!kern) {
+      path.rows(x, K, M, o.w, K, o.bias, o.y, N, b, e);
+    } else if (takes_int8(*kern, pool, o.w)) {
+      kern->gemv_int8(xq, o.w, o.bias, o.y, b, e);
+    } else {
+      kern->gemv(x, M, o.w, o.bias, o.y, b, e);
+    }
+  }
+}
+
 int64_t balanced_chunks(int64_t n, int64_t threads, int64_t most) {
   int64_t best = 1, best_span = n;
   std::vector<int64_t> free_at(static_cast<size_t>(std::max<int64_t>(threads, 1)), 0);
@@ -553,10 +597,9 @@ std::vector<gemm::Int8Product> gemm::int8_products() {
   return v;
 }
 
-int64_t linear_row_exact_max() {
-  const gemm::GemmKernels* kern = path_kernels(active_kernel_path()).simd;
-  return kern ? kern->gemv_max_m : std::numeric_limits<int64_t>::max();
-}
+int64_t linear_row_exact_max() { return row_exact_max(path_kernels(active_kernel_path())); }
+
+int64_t linear_row_exact_max(const ThreadPool& pool) { return row_exact_max(path_kernels(pool)); }
 
 void linear(const float* x, int64_t M, const WeightRef& w, const float* bias, float* y, ThreadPool& pool) {
   check_arguments(x, M, w, y);

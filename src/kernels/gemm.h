@@ -79,6 +79,8 @@ std::string decode_product_name(const WeightRef& w, KernelPath path, Precision p
 // (the streaming path on SIMD kernels; any number on the scalar path). Beyond it the blocked product
 // sums in another order: equal within float rounding, not bitwise. On the active kernel path.
 int64_t linear_row_exact_max();
+// The same on the path and under the precision of the pool's products.
+int64_t linear_row_exact_max(const ThreadPool& pool);
 
 // How many chunks, at most `most`, to cut n equal work units into (chunk i: units [n*i/c, n*(i+1)/c))
 // so that `threads` threads taking the chunks in order, each the next one when it is free, finish
@@ -106,6 +108,13 @@ struct LinearOutput {
 // path), rows_done(0, N) runs once after it on the calling thread.
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool,
                          const std::function<void(int64_t, int64_t)>& rows_done = {});
+
+// One thread's share of linear_shared_input(x, M, outputs, pool) for M <= linear_row_exact_max(), on
+// the calling thread alone (a thread of a team, kernels/team.h): rows [n0, n1) of the outputs' rows
+// taken one after the other, or with `columns` (outputs of equal rows) rows [n0, n1) of every output.
+// x is rounded on this thread, into its own buffer; every element has the bits linear() gives it.
+void linear_shared_input_share(const float* x, int64_t M, std::span<const LinearOutput> outputs,
+                               const ThreadPool& pool, int64_t n0, int64_t n1, bool columns = false);
 
 // A 64-byte aligned float array that grows on demand and keeps its memory between uses (packing
 // scratch and packed weights). Growing does not keep the contents.

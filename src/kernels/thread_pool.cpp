@@ -6,21 +6,9 @@
 
 #include "core/error.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 namespace smolvlm {
 
 namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 // Spins until done() or the spin budget is spent; true when done() became true.
 template <typename Done>

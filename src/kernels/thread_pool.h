@@ -22,6 +22,15 @@
 
 namespace smolvlm {
 
+// One wait of a spinning thread: a pause where the CPU has one, else a yield.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 class ThreadPool {
  public:
   // num_threads >= 1 (the caller's thread counts as one). With a path, all the pool's work runs on

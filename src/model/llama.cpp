@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "model/weights.h"
 
@@ -80,6 +79,7 @@ void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvView& kv,
                          " rows, capacity " + std::to_string(kv.capacity) + ")");
   for (int64_t i = 0; i < rows; ++i) s.positions[i] = pos0 + i;
   rope_table(s.positions.data(), rows, inv_freq_.data(), cfg_.head_dim, s.rope.data());
+  if (rows == 1 && pool.size() > 1) return decode_team(x, 1, &pos0, &kv, s, pool, logits_last);
   for (size_t l = 0; l < layers_.size(); ++l) {
     attention_block(layers_[l], static_cast<int64_t>(l), x, rows, pos0, kv, s, pool);
     mlp_block(layers_[l], x, rows, s, pool);
@@ -93,8 +93,7 @@ void LlamaModel::forward(float* x, int64_t rows, int64_t pos0, const KvView& kv,
 void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, int64_t pos0,
                                  const KvView& kv, Scratch& s, ThreadPool& pool) const {
   const int64_t H = cfg_.hidden_size, D = cfg_.head_dim;
-  const int64_t qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads;
-  const int64_t qd = qh * D, kvd = kvh * D;
+  const int64_t qh = cfg_.num_attention_heads, kvh = cfg_.num_key_value_heads, kvd = kvh * D;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   rms_norm(x, rows, H, l.input_norm.data(), eps, s.normed.data(), pool);
   // New keys/values go straight into their cache rows.
@@ -105,9 +104,16 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
                               {l.v, optional_bias(l.v_b), v_rows}};
   linear_shared_input(s.normed.data(), rows, qkv, pool);
   position_qk(l, s.q.data(), k_rows, rows, s, pool);
+  attention(attention_args(layer_index, rows, pos0, kv, s.q.data(), s.attn.data()), AttentionShape{qh, kvh, D}, pool);
+  linear(s.attn.data(), rows, l.o, optional_bias(l.o_b), s.proj.data(), pool);
+  add_inplace(x, s.proj.data(), rows * H, pool);
+}
 
+AttentionArgs LlamaModel::attention_args(int64_t layer_index, int64_t rows, int64_t pos0, const KvView& kv,
+                                         const float* q, float* out) const {
+  const int64_t D = cfg_.head_dim, qd = cfg_.num_attention_heads * D, kvd = cfg_.num_key_value_heads * D;
   AttentionArgs a;
-  a.q = s.q.data();
+  a.q = q;
   a.q_rows = rows;
   a.q_stride = qd;
   a.k = kv.k + layer_index * kv.capacity * kvd;
@@ -117,11 +123,9 @@ void LlamaModel::attention_block(const Layer& l, int64_t layer_index, float* x, 
   a.scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));  // HF: head_dim**-0.5
   a.causal = true;
   a.q_pos0 = pos0;
-  a.out = s.attn.data();
+  a.out = out;
   a.out_stride = qd;
-  attention(a, AttentionShape{qh, kvh, D}, pool);
-  linear(s.attn.data(), rows, l.o, optional_bias(l.o_b), s.proj.data(), pool);
-  add_inplace(x, s.proj.data(), rows * H, pool);
+  return a;
 }
 
 void LlamaModel::position_qk(const Layer& l, float* q, float* k, int64_t rows, Scratch& s, ThreadPool& pool) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/thread_pool.h"
 #include "model/kv_view.h"
@@ -62,6 +63,7 @@ class LlamaModel {
                     ThreadPool& pool, float* logits) const;
 
  private:
+  static constexpr int64_t kMaxDecodeRows = 64;  // rows of one decode step (the callers' groups are far smaller)
   // A bias vector as the products take it: NULL when the layer has none.
   static const float* optional_bias(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
   struct Layer {
@@ -78,6 +80,20 @@ class LlamaModel {
   void position_qk(const Layer& l, float* q, float* k, int64_t rows, Scratch& s, ThreadPool& pool) const;
   void batch_attention_block(const Layer& l, int64_t layer_index, float* x, int64_t rows, const int64_t* positions,
                              const KvView* kvs, Scratch& s, ThreadPool& pool) const;
+  // Layer layer_index's causal attention of `rows` queries q at positions [pos0, pos0 + rows) over
+  // positions [0, pos0 + rows) of kv, into out.
+  AttentionArgs attention_args(int64_t layer_index, int64_t rows, int64_t pos0, const KvView& kv, const float* q,
+                               float* out) const;
+  // One decode step of `rows` rows (forward() of one row, decode_batch) on a pool of several threads
+  // (llama_team.cpp): the whole step in one pool call, its threads splitting every product, RoPE
+  // and attention and meeting between them (kernels/team.h). s.rope holds the rows' table. Every
+  // value has the bits of the step taken op by op. rows <= linear_row_exact_max(pool).
+  void decode_team(float* x, int64_t rows, const int64_t* positions, const KvView* kvs, Scratch& s,
+                   ThreadPool& pool, float* logits) const;
+  // position_qk on heads [h0, h1) of one row's query heads then kv heads (q_row, k_row), with the
+  // row's table rope_row.
+  void position_heads(const Layer& l, float* q_row, float* k_row, int64_t h0, int64_t h1, const float* rope_row,
+                      ThreadPool& pool) const;
 
   LlamaConfig cfg_;
   WeightRef embed_;  // [vocab, hidden], dense or quantized

@@ -237,6 +237,50 @@ TEST_P(LinearPathTest, SharedInputGivesTheBitsOfSeparateCalls) {
     }
 }
 
+TEST_P(LinearPathTest, SharesOfSharedInputGiveItsBits) {
+  // Each thread's share of a team (rows of q/k/v one after the other, or columns of gate/up), taken
+  // one after the other on this thread, for decode and a few rows; any split of the rows, empty
+  // shares included. Shares past the outputs' rows and more rows of x than stream are refused.
+  std::mt19937 rng(79);
+  ThreadPool pool(1);
+  const int64_t K = 96;
+  TestWeight q = make_weight(DType::BF16, 96, K, rng), k = make_weight(DType::F16, 32, K, rng),
+             v = make_weight(DType::F32, 33, K, rng), up = make_weight(DType::F32, 96, K, rng);
+  const std::vector<float> bias = random_vector(96, rng);
+  for (int64_t M : {1, 3}) {
+    const std::vector<float> x = random_vector(size_t(M * K), rng);
+    std::vector<float> yq(size_t(M * 96)), yk(size_t(M * 32)), yv(size_t(M * 33)), yu(size_t(M * 96));
+    const LinearOutput outs[] = {{q.ref, bias.data(), yq.data()}, {k.ref, nullptr, yk.data()},
+                                 {v.ref, bias.data(), yv.data()}};
+    const LinearOutput gate_up[] = {{q.ref, nullptr, yq.data()}, {up.ref, bias.data(), yu.data()}};
+    linear_shared_input(x.data(), M, outs, pool);
+    const std::vector<float> eq = yq, ek = yk, ev = yv;
+    linear_shared_input(x.data(), M, gate_up, pool);
+    const std::vector<float> gq = yq, gu = yu;
+    for (int parts : {1, 2, 3, 7, 200}) {
+      SCOPED_TRACE("M=" + std::to_string(M) + " parts=" + std::to_string(parts));
+      for (std::vector<float>* y : {&yq, &yk, &yv, &yu}) std::fill(y->begin(), y->end(), NAN);
+      for (int t = 0; t < parts; ++t) linear_shared_input_share(x.data(), M, outs, pool, 161 * t / parts, 161 * (t + 1) / parts);
+      EXPECT_TRUE(bitwise_equal(yq, eq));
+      EXPECT_TRUE(bitwise_equal(yk, ek));
+      EXPECT_TRUE(bitwise_equal(yv, ev));
+      for (int t = 0; t < parts; ++t)
+        linear_shared_input_share(x.data(), M, gate_up, pool, 96 * t / parts, 96 * (t + 1) / parts, /*columns=*/true);
+      EXPECT_TRUE(bitwise_equal(yq, gq));
+      EXPECT_TRUE(bitwise_equal(yu, gu));
+    }
+    EXPECT_THROW(linear_shared_input_share(x.data(), M, outs, pool, 100, 162), Error);
+    EXPECT_THROW(linear_shared_input_share(x.data(), M, outs, pool, 5, 4), Error);
+    EXPECT_THROW(linear_shared_input_share(x.data(), M, outs, pool, 0, 96, /*columns=*/true), Error);
+  }
+  if (linear_row_exact_max() < 1000) {
+    const std::vector<float> x = random_vector(size_t(1000 * K), rng);
+    std::vector<float> y(size_t(1000 * 96));
+    const LinearOutput one[] = {{q.ref, nullptr, y.data()}};
+    EXPECT_THROW(linear_shared_input_share(x.data(), 1000, one, pool, 0, 96), Error);
+  }
+}
+
 TEST_P(LinearPathTest, SharedInputFinishesEachColumnRangeOnceItIsWritten) {
   // gate/up shapes (one N): rows_done sees every column range once, each after every output's
   // columns in it hold their final bits for every row of x; outputs of different N are refused.

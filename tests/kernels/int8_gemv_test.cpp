@@ -275,6 +275,12 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
         const LinearOutput outs[] = {{q.ref(), bias.data(), shared.data()}};
         linear_shared_input(x.data(), c.M, outs, pool);
         EXPECT_EQ(shared, want) << threads << " threads, shared input";
+        // Each thread's share of a team of that many threads, one after the other on this thread.
+        std::vector<float> shares(want.size());
+        const LinearOutput share_outs[] = {{q.ref(), bias.data(), shares.data()}};
+        for (int t = 0; t < threads; ++t)
+          linear_shared_input_share(x.data(), c.M, share_outs, pool, c.N * t / threads, c.N * (t + 1) / threads);
+        EXPECT_EQ(shares, want) << threads << " shares";
       }
     }
   }

@@ -609,6 +609,22 @@ TEST_P(OpsTable, SingleRowAttentionGivesTheSameBitsOnEveryThreadCount) {
             << "batched, first, on " << threads << " threads";
         EXPECT_EQ(0, std::memcmp(second.data(), outs[0].data(), outs[0].size() * sizeof(float)))
             << "batched, second, on " << threads << " threads";
+        // The parts a team of that many threads takes, one after the other on this thread, of the
+        // query alone and of the batched pair.
+        for (const size_t queries : {size_t(1), size_t(2)}) {
+          std::vector<float> p0(outs[0].size(), -4.f), p1(outs[0].size(), -5.f);
+          AttentionArgs parts[] = {a, a};
+          parts[0].out = p0.data();
+          parts[1].out = p1.data();
+          for (int part = 0; part < threads; ++part)
+            attention_single_rows_part({parts, queries}, shape, part, threads);
+          EXPECT_EQ(0, std::memcmp(p0.data(), outs[0].data(), outs[0].size() * sizeof(float)))
+              << queries << " queries in " << threads << " parts";
+          if (queries == 2) {
+            EXPECT_EQ(0, std::memcmp(p1.data(), outs[0].data(), outs[0].size() * sizeof(float)))
+                << "the second query in " << threads << " parts";
+          }
+        }
       }
     }
     const AttentionArgs a{q.data(), rows, qw, k.data(), v.data(), keys, kvw, 0.125f, true, keys - rows,
