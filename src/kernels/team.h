@@ -3,8 +3,8 @@
 // step reads what they wrote. A sync is one spin barrier; a pool call per step costs a dispatch and a
 // join, and its caller rounds the step's input alone while the other threads wait for it. On the
 // 2-vCPU Zen 5 machine, a SmolVLM-256M LUT4 token's products as one call with a barrier between them
-// took 1.39-1.48 against 1.69-1.73 ms as 121 pool calls, in the minutes the machine read fastest
-// (bench/RESULTS.md; `decode_gemv_bench --one-call`).
+// took 1.39-1.48 against 1.70-1.73 ms as 121 pool calls, in the minutes the machine read fastest
+// (`decode_gemv_bench --one-call`), and its LUT4 `fast` decode ran 9-10% faster (bench/RESULTS.md).
 //
 // A step that fails on one thread fails the team: the others leave their next sync() and the pool call
 // rethrows the first error (run_team).
