@@ -109,7 +109,7 @@ struct LinearOutput {
 void linear_shared_input(const float* x, int64_t M, std::span<const LinearOutput> outputs, ThreadPool& pool,
                          const std::function<void(int64_t, int64_t)>& rows_done = {});
 
-// One thread's share of linear_shared_input(x, M, outputs, pool) for M <= linear_row_exact_max(), on
+// One thread's share of linear_shared_input(x, M, outputs, pool) for M <= linear_row_exact_max(pool), on
 // the calling thread alone (a thread of a team, kernels/team.h): rows [n0, n1) of the outputs' rows
 // taken one after the other, or with `columns` (outputs of equal rows) rows [n0, n1) of every output.
 // x is rounded on this thread, into its own buffer; every element has the bits linear() gives it.
