@@ -31,8 +31,9 @@ class Team {
 
   // Shared by the threads of one run_team call.
   struct State {
-    explicit State(int threads) : threads(threads) {}
+    State(int threads, int spins_before_yield) : threads(threads), spins_before_yield(spins_before_yield) {}
     const int threads;
+    const int spins_before_yield;  // a waiting thread's spins before it yields between checks
     alignas(64) std::atomic<int> arrived{0};
     alignas(64) std::atomic<uint64_t> generation{0};
     std::atomic<bool> failed{false};
