@@ -5,8 +5,8 @@
 // random codes and parameters. On a busy machine read the best token, and alternate builds.
 //   ./decode_gemv_bench bf16|q8|q4|lut4[:fast] [threads=2] [tokens=100] [--in-cache | --int8-kernels | --rows |
 //                       --read-each | --read-once | --one-call] [N]
-// ":fast" runs the pool under Precision::Fast (avx512 with avx512_bf16): q8 and q4 then take the
-// integer products (kernels/gemv_int8.h) where the CPU has avx512_vnni.
+// ":fast" runs the pool under Precision::Fast on this CPU's best kernel path: q8, q4 and lut4 then take
+// the integer products (kernels/gemv_int8.h), BF16 bf16 products where the CPU has avx512_bf16.
 // --in-cache repeats one 576 x 576 weight instead (the kernel's arithmetic rate, Gweights/s), and
 // --int8-kernels (q8, q4, lut4) times each integer product this CPU has alone on that weight, one thread, x
 // rounded before timing; --k=N makes that weight N wide (a row's fixed cost against its steps). N rows
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   const WeightFormat f = format_named(fast ? format.substr(0, format.size() - 5) : format);
   const int threads = n_args > 1 ? std::atoi(args[1].c_str()) : 2;
   const int tokens = n_args > 2 ? std::max(1, std::atoi(args[2].c_str())) : 100;
-  ThreadPool pool(std::max(1, threads), fast ? std::optional<KernelPath>(KernelPath::Avx512) : std::nullopt,
+  ThreadPool pool(std::max(1, threads), fast ? std::optional<KernelPath>(best_kernel_path()) : std::nullopt,
                   fast ? Precision::Fast : Precision::Exact);
   const int64_t M = n_args > 4 ? std::max(1, std::atoi(args[4].c_str())) : 1;
   const std::string option = n_args > 3 ? args[3] : "";

@@ -149,8 +149,8 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K, RoundInt
   const int64_t code_floats = lines(M * r.k_pad / 4), block_floats = lines(M * blocks);
   const int64_t pair_floats = lines(M * blocks / 2), row_floats = lines(M);
   const int64_t q8_floats = lines(M * r.k_pad / 4), q4_floats = lines(M * r.k_pad / 8);
-  float* at =
-      storage_.get(size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + q8_floats + q4_floats));
+  float* at = storage_.get(
+      size_t(2 * code_floats + 2 * block_floats + pair_floats + row_floats + 2 * q8_floats + q4_floats));
   const auto take = [&at](int64_t floats) {
     float* p = at;
     at += floats;
@@ -164,6 +164,7 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K, RoundInt
   float* const row_sums = take(row_floats);
   float* const q8_lane_scales = take(q8_floats);
   float* const q4_lane_scales = take(q4_floats);
+  int32_t* const q8_lane_offsets = reinterpret_cast<int32_t*>(take(q8_floats));
   for (int64_t m = 0; m < M; ++m) {
     int8_t* q = codes + m * r.k_pad;
     float* scale = block_scales + m * blocks;
@@ -184,6 +185,8 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K, RoundInt
     float* d8 = q8_lane_scales + m * (r.k_pad / 4);
     for (int64_t c = 0; c < r.k_pad / 64; ++c)
       for (int l = 0; l < kLanes; ++l) d8[16 * c + l] = scale[2 * c + l / 8];
+    int32_t* offsets = q8_lane_offsets + m * (r.k_pad / 4);
+    for (int64_t j = 0; j < r.k_pad / 4; ++j) offsets[j] = 128 * (q[4 * j] + q[4 * j + 1] + q[4 * j + 2] + q[4 * j + 3]);
     float* d4 = q4_lane_scales + m * (r.k_pad / 8);
     for (int64_t c = 0; c < r.k_pad / 128; ++c)
       for (int l = 0; l < kLanes; ++l) d4[16 * c + l] = scale[4 * c + l / 4];
@@ -196,6 +199,7 @@ Int8Rows Int8RowsBuffer::quantize(const float* x, int64_t M, int64_t K, RoundInt
   r.row_sums = row_sums;
   r.q8_lane_scales = q8_lane_scales;
   r.q4_lane_scales = q4_lane_scales;
+  r.q8_lane_offsets = q8_lane_offsets;
   return r;
 }
 

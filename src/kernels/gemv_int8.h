@@ -44,6 +44,7 @@ struct Int8Rows {
   const float* pair_sums = nullptr;      // [M][k_pad / 64]: block_sums 2i + 2i + 1
   const float* row_sums = nullptr;       // [M]: block_sums added in order
   const float* q8_lane_scales = nullptr;  // [M][k_pad / 4]: per 64 codes, the scale of each Q8 lane
+  const int32_t* q8_lane_offsets = nullptr;  // [M][k_pad / 4]: 128 times the sum of each Q8 lane's x codes
   const float* q4_lane_scales = nullptr;  // [M][k_pad / 8]: per 128 codes, the scale of each Q4 lane
 };
 

@@ -7,7 +7,9 @@
 // has internal linkage, so no copy built for one set stands in for the other's.
 //
 // `Lanes` supplies the integer sums, eight int32 lanes from 32 bytes:
-//   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (each q + 128, 0..255) times their x codes;
+//   Lanes::q8(codes, xq, offsets): lane l sums codes 4l..4l+3 (each q + 128, 0..255; `codes` holds
+//   the stored q) times their x codes; `offsets` points at the eight lanes' q8_lane_offsets (128 times
+//   the sum of the lane's x codes), for a kernel that sums q times x;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
 //   code in x_even and its high nibble times the one in x_odd;
 //   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
@@ -44,32 +46,73 @@ namespace {
 
 [[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
+// int8_detail::lut4_codebook's integers and scale, the 16 entries at once (F16C; vcvtps2dq rounds to
+// nearest even, as nearbyint does), where every entry is finite; a table that is not is the scalar
+// one's. Taken once per block of rows, it had cost about as much as the steps of a 576-wide row.
+inline float lut4_codebook_256(const uint16_t* lut, int8_t* t) {
+  const __m256 v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lut)));
+  const __m256 v1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lut + 8)));
+  const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+  const __m256 a0 = _mm256_andnot_ps(sign, v0), a1 = _mm256_andnot_ps(sign, v1);
+  const __m256 finite = _mm256_and_ps(_mm256_cmp_ps(a0, inf, _CMP_LT_OQ), _mm256_cmp_ps(a1, inf, _CMP_LT_OQ));
+  if (_mm256_movemask_ps(finite) != 0xFF) return int8_detail::lut4_codebook(lut, t);
+  const __m256 m8 = _mm256_max_ps(a0, a1);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  const float amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  const __m256 inv = _mm256_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
+  const __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, inv)), r1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, inv));
+  const __m128i h0 = _mm_packs_epi32(_mm256_castsi256_si128(r0), _mm256_extracti128_si256(r0, 1));
+  const __m128i h1 = _mm_packs_epi32(_mm256_castsi256_si128(r1), _mm256_extracti128_si256(r1, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(t), _mm_packs_epi16(h0, h1));
+  return amax / 127.f;
+}
+
+// The table of the block of rows taken, as Lut4Codebook holds it, converted by lut4_codebook_256.
+struct Lut4Codebook256 {
+  int64_t block = -1;
+  alignas(16) int8_t codes[16] = {};
+  float scale = 0.f;
+  void take(const WeightRef& w, int64_t blk) {
+    if (blk == block) return;
+    block = blk;
+    scale = lut4_codebook_256(w.quant.lut + 16 * blk, codes);
+  }
+};
+
 // Row n of a Q8 weight for row m of x; with `ahead`, each step requests the line there (the row
 // about 9 KB on: the avx512 kernels' schedule). The steps whose 64 codes lie in the row load them
 // without the tail's test (the kernel alone, a 256 x 2048 weight in cache, one thread: avx-vnni
 // 22.7-26.0 -> 9.6-9.8 us, avx2 25.9-35.2 -> 20.1-25.8 us; bench/RESULTS.md).
 template <class Lanes>
 float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk, const char* ahead) {
-  const int64_t K = w.cols, steps = x.k_pad / 64, full = K / 64;
+  const int64_t K = w.cols, steps = x.k_pad / 64, full = K / 64;  // steps: every step of x
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
+  const int32_t* offsets = x.q8_lane_offsets + m * (x.k_pad / 4);
   const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   auto step = [&](int64_t c, __m256i b0, __m256i b1) {
-    const __m256i c0 = _mm256_xor_si256(b0, flip), c1 = _mm256_xor_si256(b1, flip);  // q + 128
-    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(c0, load32(xq + 64 * c))), _mm256_loadu_ps(d + 16 * c), lo);
-    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(c1, load32(xq + 64 * c + 32))), _mm256_loadu_ps(d + 16 * c + 8),
-                         hi);
+    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(b0, load32(xq + 64 * c), offsets + 16 * c)),
+                         _mm256_loadu_ps(d + 16 * c), lo);
+    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(b1, load32(xq + 64 * c + 32), offsets + 16 * c + 8)),
+                         _mm256_loadu_ps(d + 16 * c + 8), hi);
   };
   int64_t c = 0;
   for (; c < full; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     step(c, load32(row + 64 * c), load32(row + 64 * c + 32));
   }
-  for (; c < steps; ++c) {
+  // The steps (and halves) past K add nothing but +0 (zero codes): left out, the sums' bits the same
+  // (an accumulator starting at +0 and adding finite products is never -0).
+  for (; c < steps && 64 * c < K; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    step(c, load_codes(row, 64 * c, K), load_codes(row, 64 * c + 32, K));
+    if (64 * c + 32 < K)
+      step(c, load_codes(row, 64 * c, K), load_codes(row, 64 * c + 32, K));
+    else
+      lo = _mm256_fmadd_ps(
+          _mm256_cvtepi32_ps(Lanes::q8(load_codes(row, 64 * c, K), load32(xq + 64 * c), offsets + 16 * c)),
+          _mm256_loadu_ps(d + 16 * c), lo);
   }
   const float s = half_to_float(w.quant.scales[blk]);
   const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
@@ -127,27 +170,81 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
 }
 
-// Row n of a LUT4 weight for row m of x (`ahead` as for q8_row), its table in `codebook`.
-template <class Lanes>
-float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, const int8_detail::Lut4Codebook& codebook,
-               const char* ahead) {
+// The hsum16s of two rows' accumulators at once, into out[0] and out[1]: the same additions in the
+// same order, two rows to a register.
+[[gnu::always_inline]] inline void hsum16_pair(__m256 lo0, __m256 hi0, __m256 lo1, __m256 hi1, float* out) {
+  const __m256 a0 = _mm256_add_ps(lo0, hi0), a1 = _mm256_add_ps(lo1, hi1);
+  const __m256 a4 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
+  const __m256 s2 = _mm256_add_ps(a4, _mm256_shuffle_ps(a4, a4, 0xEE));  // lanes 0, 1: i and i + 2
+  const __m256 s1 = _mm256_add_ps(s2, _mm256_movehdup_ps(s2));           // lane 0: the two left
+  out[0] = _mm256_cvtss_f32(s1);
+  out[1] = _mm_cvtss_f32(_mm256_extractf128_ps(s1, 1));
+}
+
+// Rows n .. n + R - 1 of a LUT4 weight (one block of rows, its table in `codebook`) for row m of x,
+// into out[0 .. R): each row's steps exactly as alone, the x codes and lane scales loaded once for the
+// R rows (a 576-wide row is 4.5 steps, and what a row costs besides its steps weighed as much).
+// With `ahead`, each step requests the line there of each of the R rows (rows side by side).
+template <class Lanes, int R>
+void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, const Lut4Codebook256& codebook,
+               const char* ahead, float* out) {
   const int64_t row_bytes = w.cols / 2, whole = row_bytes / 64;
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
   const int8_t* row = static_cast<const int8_t*>(w.data) + n * row_bytes;
   const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(codebook.codes)));
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  __m256 lo[R], hi[R];
+  for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
-    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    const __m256i b0 = c < whole ? load32(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
-    const __m256i b1 = c < whole ? load32(row + 64 * c + 32) : load_codes(row, 64 * c + 32, row_bytes);
+    if (ahead)
+      for (int r = 0; r < R; ++r) _mm_prefetch(ahead + r * row_bytes + 64 * c, _MM_HINT_T0);
     const int8_t* xc = xq + 128 * c;
-    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table, load32(xc), load32(xc + 64))),
-                         _mm256_loadu_ps(d + 16 * c), lo);
-    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table, load32(xc + 32), load32(xc + 96))),
-                         _mm256_loadu_ps(d + 16 * c + 8), hi);
+    const __m256i x0 = load32(xc), x1 = load32(xc + 64);
+    const __m256 d0 = _mm256_loadu_ps(d + 16 * c);
+    for (int r = 0; r < R; ++r) {
+      const int8_t* rr = row + r * row_bytes;
+      const __m256i b0 = c < whole ? load32(rr + 64 * c) : load_codes(rr, 64 * c, row_bytes);
+      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table, x0, x1)), d0, lo[r]);
+    }
+    if (c >= whole && 64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_row)
+    const __m256i x2 = load32(xc + 32), x3 = load32(xc + 96);
+    const __m256 d1 = _mm256_loadu_ps(d + 16 * c + 8);
+    for (int r = 0; r < R; ++r) {
+      const int8_t* rr = row + r * row_bytes;
+      const __m256i b1 = c < whole ? load32(rr + 64 * c + 32) : load_codes(rr, 64 * c + 32, row_bytes);
+      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table, x2, x3)), d1, hi[r]);
+    }
   }
-  return hsum16(lo, hi) * codebook.scale;
+  if constexpr (R == 2) {
+    hsum16_pair(lo[0], hi[0], lo[1], hi[1], out);
+    out[0] *= codebook.scale;
+    out[1] *= codebook.scale;
+  } else {
+    out[0] = hsum16(lo[0], hi[0]) * codebook.scale;
+  }
+}
+
+// Rows [n0, n1) of a LUT4 weight for every row of x, two rows of one block at a time where they are.
+template <class Lanes>
+void lut4_gemv(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1,
+               const int8_detail::RowRequests& requests) {
+  Lut4Codebook256 codebook;
+  const int64_t block_rows = w.quant.block_rows;
+  for (int64_t n = n0; n < n1;) {
+    const int64_t blk = n / block_rows;
+    const int R = n + 1 < n1 && (n + 1) / block_rows == blk ? 2 : 1;
+    codebook.take(w, blk);
+    for (int64_t m = 0; m < x.M; ++m) {
+      float r[2];
+      const char* ahead = m == 0 ? requests.ahead(n, R) : nullptr;
+      if (R == 2)
+        lut4_rows<Lanes, 2>(x, m, w, n, codebook, ahead, r);
+      else
+        lut4_rows<Lanes, 1>(x, m, w, n, codebook, ahead, r);
+      for (int i = 0; i < R; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
+    }
+    n += R;
+  }
 }
 
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8); the first row of
@@ -155,7 +252,6 @@ float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, cons
 template <class Lanes>
 void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int8_detail::RowRequests requests(w, n0, n1);
-  int8_detail::Lut4Codebook codebook;
   if (w.format == WeightFormat::Q8)
     int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
       return q8_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
@@ -165,10 +261,7 @@ void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, flo
       return q4_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
     });
   else
-    int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
-      codebook.take(w, blk);
-      return lut4_row<Lanes>(x, m, w, n, codebook, m == 0 ? requests.ahead(n) : nullptr);
-    });
+    lut4_gemv<Lanes>(x, w, bias, y, n0, n1, requests);
 }
 
 }  // namespace

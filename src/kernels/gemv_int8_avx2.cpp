@@ -1,7 +1,8 @@
 // The integer decode products of kernels/gemv_int8.h on AVX2 (the 8-lane halves of gemv_int8_256.h):
-//   Q8: a code q + 128 (0..255) times an x code overflows vpmaddubsw's int16 pair sums, so both are
-//       widened to int16 and multiplied with vpmaddwd (pairs into int32), and vphaddd adds the pairs
-//       into the reference's lanes of four codes.
+//   Q8: a code q + 128 (0..255) times an x code overflows vpmaddubsw's int16 pair sums, so the stored
+//       code q (-128..127) is multiplied instead, as |q| times x with q's sign (vpsignb; at most
+//       2 * 128 * 127 a pair), vpmaddwd by ones makes the lanes, and the lane's 128 times its x codes'
+//       sum (q8_lane_offsets) makes them the reference's.
 //   Q4: a nibble (0..15) times an x code fits vpmaddubsw's pair sums (at most 2 * 15 * 127), the even
 //       and odd nibbles' pair sums add in int16 (at most 7620), and vpmaddwd by ones makes the lanes.
 //   LUT4: the looked-up codes t are signed (|t| <= 127), so vpmaddubsw takes |t| and x with t's sign
@@ -13,15 +14,10 @@ namespace smolvlm::gemm {
 namespace {
 
 struct Avx2Lanes {
-  [[gnu::always_inline]] static __m256i q8(__m256i codes, __m256i xq) {
-    const __m256i w0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(codes));
-    const __m256i w1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(codes, 1));
-    const __m256i x0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(xq));
-    const __m256i x1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(xq, 1));
-    // Pairs of codes 0..15 and 16..31; vphaddd adds pairs within each 128-bit half, giving lanes
-    // 0 1 4 5 | 2 3 6 7, put in order by one permute.
-    const __m256i pairs = _mm256_hadd_epi32(_mm256_madd_epi16(w0, x0), _mm256_madd_epi16(w1, x1));
-    return _mm256_permute4x64_epi64(pairs, 0xD8);
+  [[gnu::always_inline]] static __m256i q8(__m256i codes, __m256i xq, const int32_t* offsets) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(codes), _mm256_sign_epi8(xq, codes));
+    return _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)));
   }
   [[gnu::always_inline]] static __m256i q4(__m256i bytes, __m256i x_even, __m256i x_odd) {
     const __m256i low = _mm256_set1_epi8(0x0F);

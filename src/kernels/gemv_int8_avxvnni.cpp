@@ -12,8 +12,9 @@ namespace smolvlm::gemm {
 namespace {
 
 struct AvxVnniLanes {
-  [[gnu::always_inline]] static __m256i q8(__m256i codes, __m256i xq) {
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), codes, xq);
+  [[gnu::always_inline]] static __m256i q8(__m256i codes, __m256i xq, const int32_t*) {
+    const __m256i flipped = _mm256_xor_si256(codes, _mm256_set1_epi8(static_cast<char>(0x80)));  // q + 128
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), flipped, xq);
   }
   [[gnu::always_inline]] static __m256i q4(__m256i bytes, __m256i x_even, __m256i x_odd) {
     const __m256i low = _mm256_set1_epi8(0x0F);

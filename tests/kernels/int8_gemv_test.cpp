@@ -67,6 +67,11 @@ TEST(Int8Rows, CodesAreWithinHalfAStepOfX) {
         EXPECT_EQ(r.nibble_codes[m * r.k_pad + c + i], r.codes[m * r.k_pad + c + 2 * i]);
         EXPECT_EQ(r.nibble_codes[m * r.k_pad + c + 96 + i], r.codes[m * r.k_pad + c + 64 + 2 * i + 1]);
       }
+    // Each Q8 lane's offset: 128 times the sum of its four codes.
+    for (int64_t j = 0; j < r.k_pad / 4; ++j) {
+      const int8_t* q = r.codes + m * r.k_pad + 4 * j;
+      EXPECT_EQ(r.q8_lane_offsets[m * r.k_pad / 4 + j], 128 * (q[0] + q[1] + q[2] + q[3])) << m << " " << j;
+    }
   }
 }
 
