@@ -102,17 +102,20 @@ inline float lut4_codebook(const uint16_t* lut, int8_t* t) {
   return amax / 127.f;
 }
 
-// A LUT4 weight's int8 table (lut4_codebook), converted once for the rows of one block taken in turn.
-struct Lut4Codebook {
+// A LUT4 weight's int8 table, converted once for the rows of one block taken in turn by `Convert`
+// (lut4_codebook, or a kernel file's own with its bits).
+template <float (*Convert)(const uint16_t*, int8_t*)>
+struct Lut4CodebookOf {
   int64_t block = -1;
   alignas(16) int8_t codes[16] = {};
   float scale = 0.f;
   void take(const WeightRef& w, int64_t blk) {
     if (blk == block) return;
     block = blk;
-    scale = lut4_codebook(w.quant.lut + 16 * blk, codes);
+    scale = Convert(w.quant.lut + 16 * blk, codes);
   }
 };
+using Lut4Codebook = Lut4CodebookOf<lut4_codebook>;
 
 // X_g of group g of a Q4 row (group size a multiple of 64) for row m of x.
 inline float group_sum(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t g) {

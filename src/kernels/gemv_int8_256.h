@@ -68,17 +68,8 @@ inline float lut4_codebook_256(const uint16_t* lut, int8_t* t) {
   return amax / 127.f;
 }
 
-// The table of the block of rows taken, as Lut4Codebook holds it, converted by lut4_codebook_256.
-struct Lut4Codebook256 {
-  int64_t block = -1;
-  alignas(16) int8_t codes[16] = {};
-  float scale = 0.f;
-  void take(const WeightRef& w, int64_t blk) {
-    if (blk == block) return;
-    block = blk;
-    scale = lut4_codebook_256(w.quant.lut + 16 * blk, codes);
-  }
-};
+// The table of the block of rows taken, converted by lut4_codebook_256.
+using Lut4Codebook256 = int8_detail::Lut4CodebookOf<lut4_codebook_256>;
 
 // Row n of a Q8 weight for row m of x; with `ahead`, each step requests the line there (the row
 // about 9 KB on: the avx512 kernels' schedule). The steps whose 64 codes lie in the row load them
