@@ -77,7 +77,7 @@ using Lut4Codebook256 = int8_detail::Lut4CodebookOf<lut4_codebook_256>;
 // 22.7-26.0 -> 9.6-9.8 us, avx2 25.9-35.2 -> 20.1-25.8 us; bench/RESULTS.md).
 template <class Lanes>
 float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk, const char* ahead) {
-  const int64_t K = w.cols, steps = x.k_pad / 64, full = K / 64;  // steps: every step of x
+  const int64_t K = w.cols, full = K / 64;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
   const int32_t* offsets = x.q8_lane_offsets + m * (x.k_pad / 4);
@@ -96,7 +96,7 @@ float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   }
   // The steps (and halves) past K add nothing but +0 (zero codes): left out, the sums' bits the same
   // (an accumulator starting at +0 and adding finite products is never -0).
-  for (; c < steps && 64 * c < K; ++c) {
+  for (; 64 * c < K; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     if (64 * c + 32 < K)
       step(c, load_codes(row, 64 * c, K), load_codes(row, 64 * c + 32, K));
@@ -228,7 +228,7 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, cons
       const __m256i b0 = c < whole ? load32(rr + 64 * c) : load_codes(rr, 64 * c, row_bytes);
       lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table, x0, x1)), d0, lo[r]);
     }
-    if (c >= whole && 64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_row)
+    if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_row)
     const __m256i x2 = load32(xc + 32), x3 = load32(xc + 96);
     const __m256 d1 = _mm256_loadu_ps(d + 16 * c + 8);
     for (int r = 0; r < R; ++r) {

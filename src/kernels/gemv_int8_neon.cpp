@@ -15,7 +15,6 @@ struct NeonLanes {
   static int32x4_t q8(int8x16_t codes, int8x16_t xq) {
     return lanes_of_four(vmull_s8(vget_low_s8(codes), vget_low_s8(xq)), vmull_high_s8(codes, xq));
   }
-  static int32x4_t x_sums(int8x16_t xq) { return vpaddlq_s16(vpaddlq_s8(xq)); }
   static int32x4_t q4(uint8x16_t bytes, int8x16_t x_even, int8x16_t x_odd) {
     const int8x16_t even = vreinterpretq_s8_u8(vandq_u8(bytes, vdupq_n_u8(0x0F)));
     const int8x16_t odd = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));

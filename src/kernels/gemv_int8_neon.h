@@ -8,12 +8,12 @@
 //
 // `Lanes` supplies the integer sums, four int32 lanes from 16 bytes:
 //   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (signed q) times their x codes;
-//   Lanes::x_sums(xq): lane l sums x codes 4l..4l+3;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
 //   code in x_even and its high nibble times the one in x_odd;
 //   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
 //   codes of a LUT4 table) first.
-// The reference's Q8 lane, sum (q + 128) x, is q8 + 128 x_sums, exact in int32.
+// The reference's Q8 lane, sum (q + 128) x, is q8 plus the lane's q8_lane_offsets (128 times its x
+// codes' sum, taken once per row of x), exact in int32.
 #pragma once
 
 #include <arm_neon.h>
@@ -51,13 +51,14 @@ float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   const int64_t K = w.cols;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
+  const int32_t* offsets = x.q8_lane_offsets + m * (x.k_pad / 4);
   const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
   float32x4_t acc[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
   for (int64_t c = 0; c < x.k_pad / 64; ++c)
     for (int j = 0; j < 4; ++j) {
       const int64_t k = 64 * c + 16 * j;
       const int8x16_t xc = vld1q_s8(xq + k);
-      const int32x4_t isum = vaddq_s32(Lanes::q8(load_codes(row, k, K), xc), vshlq_n_s32(Lanes::x_sums(xc), 7));
+      const int32x4_t isum = vaddq_s32(Lanes::q8(load_codes(row, k, K), xc), vld1q_s32(offsets + k / 4));
       acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(isum), vld1q_f32(d + 16 * c + 4 * j));
     }
   const float s = half_to_float(w.quant.scales[blk]);
