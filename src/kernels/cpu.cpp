@@ -131,7 +131,15 @@ ScopedKernelPath::~ScopedKernelPath() { t_scoped_path = previous_; }
 
 namespace {
 std::atomic<bool> g_fault{false};
+std::atomic<int> g_row_streams{static_cast<int>(RowStreams::AsCpuPrefers)};
 }  // namespace
+
+void force_row_streams(RowStreams s) { g_row_streams.store(static_cast<int>(s)); }
+
+bool read_four_streams(bool cpu_prefers) {
+  const auto s = static_cast<RowStreams>(g_row_streams.load(std::memory_order_relaxed));
+  return s == RowStreams::AsCpuPrefers ? cpu_prefers : s == RowStreams::Four;
+}
 
 void set_kernel_fault_injection(bool on) { g_fault.store(on); }
 bool kernel_fault_injection() { return g_fault.load(std::memory_order_relaxed); }

@@ -42,6 +42,12 @@ struct CpuFeatures {
   // instead of one: where the prefetchers run alone, on Zen 5, measured faster (bench/RESULTS.md);
   // elsewhere not measured.
   bool decode_row_streams() const { return !dense_row_requests(); }
+  // Whether the 256-bit integer decode products (gemv_int8_256.h: avx2, avx-vnni) read each thread's
+  // rows as four streams side by side. On Zen 3 (AVX2 only, 2 threads, alternated): HY-MT1.5-1.8B's q8
+  // linears' best step 52-59 against 74-107 ms, its q8 decode faster in 3 of 4 rounds; the 256M
+  // model's LUT4 `fast` decode 118-150 against 107-121 tok/s (bench/RESULTS.md). AMD's; elsewhere not
+  // measured, one stream as before.
+  bool int8_row_streams_256() const { return amd; }
 };
 const CpuFeatures& cpu_features();
 
@@ -54,6 +60,13 @@ const CpuFeatures& cpu_features();
 // (faster in 5 of 7). A request past a stream's last row reads a line of the next stream's (or past
 // the weight's end, where a prefetch is dropped, never a fault).
 constexpr int64_t kStreamBytesAhead = 2048;
+
+// Whether the integer decode products read a thread's rows as one stream or as four side by side: as
+// the CPU prefers (the CpuFeatures above), or one way forced process-wide. Every row's bits are the
+// same either way, and tests force each.
+enum class RowStreams { AsCpuPrefers, One, Four };
+void force_row_streams(RowStreams s);
+bool read_four_streams(bool cpu_prefers);
 
 enum class KernelPath { Scalar, Avx2, Avx512, Neon };
 // Every path there is, in order of preference on its architecture (scalar first).

@@ -18,6 +18,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu.h"
 #include "kernels/gemv_int8.h"
 
 namespace smolvlm::gemm {
@@ -71,91 +72,68 @@ inline float lut4_codebook_256(const uint16_t* lut, int8_t* t) {
 // The table of the block of rows taken, converted by lut4_codebook_256.
 using Lut4Codebook256 = int8_detail::Lut4CodebookOf<lut4_codebook_256>;
 
-// Row n of a Q8 weight for row m of x; with `ahead`, each step requests the line there (the row
-// about 9 KB on: the avx512 kernels' schedule). The steps whose 64 codes lie in the row load them
+// Rows n[0 .. R) of a Q8 weight for row m of x, into out[0 .. R): each row's steps exactly as alone,
+// x's codes loaded once for the R rows. With `ahead`, each step requests the line of each row's
+// ahead[r] (the rows' schedules: gemv_int8_256). The steps whose 64 codes lie in the row load them
 // without the tail's test (the kernel alone, a 256 x 2048 weight in cache, one thread: avx-vnni
 // 22.7-26.0 -> 9.6-9.8 us, avx2 25.9-35.2 -> 20.1-25.8 us; bench/RESULTS.md).
-template <class Lanes>
-float q8_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk, const char* ahead) {
+template <class Lanes, int R>
+void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const char* const* ahead, float* out) {
   const int64_t K = w.cols, full = K / 64;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
   const int32_t* offsets = x.q8_lane_offsets + m * (x.k_pad / 4);
-  const int8_t* row = static_cast<const int8_t*>(w.data) + n * K;
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  auto step = [&](int64_t c, __m256i b0, __m256i b1) {
-    lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(b0, load32(xq + 64 * c), offsets + 16 * c)),
-                         _mm256_loadu_ps(d + 16 * c), lo);
-    hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(b1, load32(xq + 64 * c + 32), offsets + 16 * c + 8)),
-                         _mm256_loadu_ps(d + 16 * c + 8), hi);
+  const int8_t* row[R];
+  __m256 lo[R], hi[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = static_cast<const int8_t*>(w.data) + n[r] * K;
+    lo[r] = hi[r] = _mm256_setzero_ps();
+  }
+  auto half = [&](int64_t c, int h, __m256i codes, __m256i xc, __m256& acc) __attribute__((always_inline)) {
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::q8(codes, xc, offsets + 16 * c + 8 * h)),
+                          _mm256_loadu_ps(d + 16 * c + 8 * h), acc);
   };
   int64_t c = 0;
   for (; c < full; ++c) {
-    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    step(c, load32(row + 64 * c), load32(row + 64 * c + 32));
+    const __m256i x0 = load32(xq + 64 * c), x1 = load32(xq + 64 * c + 32);
+    for (int r = 0; r < R; ++r) {
+      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      half(c, 0, load32(row[r] + 64 * c), x0, lo[r]);
+      half(c, 1, load32(row[r] + 64 * c + 32), x1, hi[r]);
+    }
   }
   // The steps (and halves) past K add nothing but +0 (zero codes): left out, the sums' bits the same
   // (an accumulator starting at +0 and adding finite products is never -0).
-  for (; 64 * c < K; ++c) {
-    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    if (64 * c + 32 < K)
-      step(c, load_codes(row, 64 * c, K), load_codes(row, 64 * c + 32, K));
-    else
-      lo = _mm256_fmadd_ps(
-          _mm256_cvtepi32_ps(Lanes::q8(load_codes(row, 64 * c, K), load32(xq + 64 * c), offsets + 16 * c)),
-          _mm256_loadu_ps(d + 16 * c), lo);
+  for (; 64 * c < K; ++c)
+    for (int r = 0; r < R; ++r) {
+      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      half(c, 0, load_codes(row[r], 64 * c, K), load32(xq + 64 * c), lo[r]);
+      if (64 * c + 32 < K) half(c, 1, load_codes(row[r], 64 * c + 32, K), load32(xq + 64 * c + 32), hi[r]);
+    }
+  for (int r = 0; r < R; ++r) {
+    const int64_t blk = int8_detail::first_block(w, n[r]);
+    const float s = half_to_float(w.quant.scales[blk]);
+    const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
+    const float centred = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)),
+                                                     _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(lo[r], hi[r]))));
+    out[r] = centred * s;
   }
-  const float s = half_to_float(w.quant.scales[blk]);
-  const int32_t z = w.quant.zero_points ? w.quant.zero_points[blk] : 0;
-  const float centred = _mm_cvtss_f32(
-      _mm_fmadd_ss(_mm_set_ss(-static_cast<float>(128 + z)), _mm_set_ss(x.row_sums[m]), _mm_set_ss(hsum16(lo, hi))));
-  return centred * s;
 }
 
-// Row n of a Q4 weight for row m of x (`ahead` as for q8_row).
-template <class Lanes>
-float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_t blk, const char* ahead) {
-  const int64_t row_bytes = w.cols / 2, K = w.cols, G = w.quant.group_size;
+// Up to eight fp16 scales from p (`valid` of them there; those past it read as 0) as floats.
+[[gnu::always_inline]] inline __m256 scales8(const uint16_t* p, int64_t valid) {
+  if (valid >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  alignas(16) uint16_t part[8] = {};
+  for (int64_t i = 0; i < valid; ++i) part[i] = p[i];
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
+}
+
+// The min terms of a Q4 row whose parameters start at blk, for row m of x: m_g * X_g into lane g % 16
+// of (lo, hi), in group order.
+inline void q4_min_terms(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t blk, __m256& min_lo, __m256& min_hi) {
   const int64_t groups = int8_detail::groups_per_row(w);
-  const int8_t* xq = x.nibble_codes + m * x.k_pad;
-  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
-  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  // Step c: lanes 0-7 in the group of code 128c (scale s0), 8-15 in that of code 128c + 64 (s1).
-  auto step = [&](int64_t c, __m256i b0, __m256i b1, __m256 s0, __m256 s1) {
-    const int8_t* xc = xq + 128 * c;
-    const __m256i i0 = Lanes::q4(b0, load32(xc), load32(xc + 64));
-    const __m256i i1 = Lanes::q4(b1, load32(xc + 32), load32(xc + 96));
-    lo = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_loadu_ps(d + 16 * c)), s0, lo);
-    hi = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i1), _mm256_loadu_ps(d + 16 * c + 8)), s1, hi);
-  };
-  int64_t c = 0;
-  // Groups of 64 (quantize's default), the steps whose 64 bytes lie in the row: groups 2c and 2c + 1,
-  // no division for the group, no test for the tail (the kernel alone, as for q8_row: avx-vnni
-  // 23.9-24.3 -> 17.2-17.4 us, avx2 25.6-26.3 -> 18.2-18.7 us).
-  if (G == 64)
-    for (const int8_t* bytes = reinterpret_cast<const int8_t*>(row); c < row_bytes / 64; ++c) {
-      if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-      step(c, load32(bytes + 64 * c), load32(bytes + 64 * c + 32),
-           _mm256_set1_ps(half_to_float(w.quant.scales[blk + 2 * c])),
-           _mm256_set1_ps(half_to_float(w.quant.scales[blk + 2 * c + 1])));
-    }
-  for (; c < x.k_pad / 128; ++c) {
-    if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    const int64_t code = 128 * c;  // 0 past K
-    const __m256 s0 = _mm256_set1_ps(half_to_float(w.quant.scales[blk + code / G]));
-    if (64 * c + 32 >= row_bytes) {  // the last half past the row adds +0 (as in q8_row)
-      const int8_t* xc = xq + 128 * c;
-      const __m256i i0 = Lanes::q4(load_codes(row, 64 * c, row_bytes), load32(xc), load32(xc + 64));
-      lo = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i0), _mm256_loadu_ps(d + 16 * c)), s0, lo);
-      break;
-    }
-    const __m256 s1 = _mm256_set1_ps(code + 64 < K ? half_to_float(w.quant.scales[blk + (code + 64) / G]) : 0.f);
-    step(c, load_codes(row, 64 * c, row_bytes), load_codes(row, 64 * c + 32, row_bytes), s0, s1);
-  }
-  // m_g * X_g into lane g % 16, in group order.
-  __m256 min_lo = _mm256_setzero_ps(), min_hi = _mm256_setzero_ps();
-  if (G == 64) {
+  min_lo = min_hi = _mm256_setzero_ps();
+  if (w.quant.group_size == 64) {
     // X_g is pair sum g: eight groups' mins converted and multiplied at once, the lanes past the
     // row's groups zero (fma(0, 0, acc) adds +0). The scalar form below had cost about half as much
     // as the steps of a 576-wide row.
@@ -165,31 +143,73 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
       for (int h = 0; h < 2; ++h) {
         const int64_t first = g0 + 8 * h, valid = groups - first < 8 ? groups - first : 8;
         if (valid <= 0) break;
-        __m128i halves;
-        __m256i mask = _mm256_set1_epi32(-1);
-        if (valid == 8) {
-          halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.quant.mins + blk + first));
-        } else {
-          alignas(16) uint16_t part[8] = {};
-          for (int64_t i = 0; i < valid; ++i) part[i] = w.quant.mins[blk + first + i];
-          halves = _mm_load_si128(reinterpret_cast<const __m128i*>(part));
-          mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
-        }
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
         __m256& acc = h == 0 ? min_lo : min_hi;
-        acc = _mm256_fmadd_ps(_mm256_cvtph_ps(halves), _mm256_maskload_ps(pairs + first, mask), acc);
+        acc = _mm256_fmadd_ps(scales8(w.quant.mins + blk + first, valid), _mm256_maskload_ps(pairs + first, mask), acc);
       }
-  } else {
-    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
-      alignas(32) float sums[16] = {}, mins[16] = {};
-      for (int64_t i = 0; i < 16 && g0 + i < groups; ++i) {
-        sums[i] = int8_detail::group_sum(x, m, w, g0 + i);
-        mins[i] = half_to_float(w.quant.mins[blk + g0 + i]);
-      }
-      min_lo = _mm256_fmadd_ps(_mm256_load_ps(mins), _mm256_load_ps(sums), min_lo);
-      min_hi = _mm256_fmadd_ps(_mm256_load_ps(mins + 8), _mm256_load_ps(sums + 8), min_hi);
-    }
+    return;
   }
-  return hsum16(_mm256_add_ps(lo, min_lo), _mm256_add_ps(hi, min_hi));
+  for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+    alignas(32) float sums[16] = {}, mins[16] = {};
+    for (int64_t i = 0; i < 16 && g0 + i < groups; ++i) {
+      sums[i] = int8_detail::group_sum(x, m, w, g0 + i);
+      mins[i] = half_to_float(w.quant.mins[blk + g0 + i]);
+    }
+    min_lo = _mm256_fmadd_ps(_mm256_load_ps(mins), _mm256_load_ps(sums), min_lo);
+    min_hi = _mm256_fmadd_ps(_mm256_load_ps(mins + 8), _mm256_load_ps(sums + 8), min_hi);
+  }
+}
+
+// Rows n[0 .. R) of a Q4 weight for row m of x, into out[0 .. R) (`ahead` as for q8_rows).
+template <class Lanes, int R>
+void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const char* const* ahead, float* out) {
+  const int64_t row_bytes = w.cols / 2, K = w.cols, G = w.quant.group_size;
+  const int8_t* xq = x.nibble_codes + m * x.k_pad;
+  const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
+  const uint8_t* row[R];
+  const uint16_t* scales[R];
+  __m256 lo[R], hi[R];
+  for (int r = 0; r < R; ++r) {
+    row[r] = static_cast<const uint8_t*>(w.data) + n[r] * row_bytes;
+    scales[r] = w.quant.scales + int8_detail::first_block(w, n[r]);
+    lo[r] = hi[r] = _mm256_setzero_ps();
+  }
+  // Step c's half h of row r: lanes 0-7 in the group of code 128c (scale s), 8-15 in that of code 128c + 64.
+  auto half = [&](int64_t c, int h, __m256i bytes, __m256 s, __m256& acc) __attribute__((always_inline)) {
+    const int8_t* xc = xq + 128 * c + 32 * h;
+    const __m256i i = Lanes::q4(bytes, load32(xc), load32(xc + 64));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_loadu_ps(d + 16 * c + 8 * h)), s, acc);
+  };
+  int64_t c = 0;
+  // Groups of 64 (quantize's default), the steps whose 64 bytes lie in the row: groups 2c and 2c + 1,
+  // no division for the group, no test for the tail (the kernel alone, as for q8_rows: avx-vnni
+  // 23.9-24.3 -> 17.2-17.4 us, avx2 25.6-26.3 -> 18.2-18.7 us).
+  if (G == 64)
+    for (; c < row_bytes / 64; ++c)
+      for (int r = 0; r < R; ++r) {
+        if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+        half(c, 0, load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c),
+             _mm256_set1_ps(half_to_float(scales[r][2 * c])), lo[r]);
+        half(c, 1, load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c + 32),
+             _mm256_set1_ps(half_to_float(scales[r][2 * c + 1])), hi[r]);
+      }
+  for (; c < x.k_pad / 128; ++c) {
+    const int64_t code = 128 * c;  // 0 past K
+    for (int r = 0; r < R; ++r) {
+      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      half(c, 0, load_codes(row[r], 64 * c, row_bytes), _mm256_set1_ps(half_to_float(scales[r][code / G])), lo[r]);
+      // The last half past the row adds +0 (as in q8_rows).
+      if (64 * c + 32 < row_bytes)
+        half(c, 1, load_codes(row[r], 64 * c + 32, row_bytes),
+             _mm256_set1_ps(code + 64 < K ? half_to_float(scales[r][(code + 64) / G]) : 0.f), hi[r]);
+    }
+    if (64 * c + 32 >= row_bytes) break;
+  }
+  for (int r = 0; r < R; ++r) {
+    __m256 min_lo, min_hi;
+    q4_min_terms(x, m, w, scales[r] - w.quant.scales, min_lo, min_hi);
+    out[r] = hsum16(_mm256_add_ps(lo[r], min_lo), _mm256_add_ps(hi[r], min_hi));
+  }
 }
 
 // The hsum16s of two rows' accumulators at once, into out[0] and out[1]: the same additions in the
@@ -203,47 +223,48 @@ float q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, int64_
   out[1] = _mm_cvtss_f32(_mm256_extractf128_ps(s1, 1));
 }
 
-// Rows n .. n + R - 1 of a LUT4 weight (one block of rows, its table in `codebook`) for row m of x,
-// into out[0 .. R): each row's steps exactly as alone, the x codes and lane scales loaded once for the
-// R rows (a 576-wide row is 4.5 steps, and what a row costs besides its steps weighed as much).
-// With `ahead`, each step requests the line there of each of the R rows (rows side by side).
+// Rows n[0 .. R) of a LUT4 weight (row r's table in books[r]) for row m of x, into out[0 .. R): each
+// row's steps exactly as alone, the x codes and lane scales loaded once for the R rows (a 576-wide row
+// is 4.5 steps, and what a row costs besides its steps weighed as much). `ahead` as for q8_rows.
 template <class Lanes, int R>
-void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, const Lut4Codebook256& codebook,
-               const char* ahead, float* out) {
+void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const Lut4Codebook256* const* books,
+               const char* const* ahead, float* out) {
   const int64_t row_bytes = w.cols / 2, whole = row_bytes / 64;
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
-  const int8_t* row = static_cast<const int8_t*>(w.data) + n * row_bytes;
-  const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(codebook.codes)));
+  const int8_t* row[R];
+  __m256i table[R];
   __m256 lo[R], hi[R];
-  for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    row[r] = static_cast<const int8_t*>(w.data) + n[r] * row_bytes;
+    table[r] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(books[r]->codes)));
+    lo[r] = hi[r] = _mm256_setzero_ps();
+  }
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
     if (ahead)
-      for (int r = 0; r < R; ++r) _mm_prefetch(ahead + r * row_bytes + 64 * c, _MM_HINT_T0);
+      for (int r = 0; r < R; ++r) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
     const int8_t* xc = xq + 128 * c;
     const __m256i x0 = load32(xc), x1 = load32(xc + 64);
     const __m256 d0 = _mm256_loadu_ps(d + 16 * c);
     for (int r = 0; r < R; ++r) {
-      const int8_t* rr = row + r * row_bytes;
-      const __m256i b0 = c < whole ? load32(rr + 64 * c) : load_codes(rr, 64 * c, row_bytes);
-      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table, x0, x1)), d0, lo[r]);
+      const __m256i b0 = c < whole ? load32(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
+      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table[r], x0, x1)), d0, lo[r]);
     }
-    if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_row)
+    if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_rows)
     const __m256i x2 = load32(xc + 32), x3 = load32(xc + 96);
     const __m256 d1 = _mm256_loadu_ps(d + 16 * c + 8);
     for (int r = 0; r < R; ++r) {
-      const int8_t* rr = row + r * row_bytes;
-      const __m256i b1 = c < whole ? load32(rr + 64 * c + 32) : load_codes(rr, 64 * c + 32, row_bytes);
-      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table, x2, x3)), d1, hi[r]);
+      const __m256i b1 = c < whole ? load32(row[r] + 64 * c + 32) : load_codes(row[r], 64 * c + 32, row_bytes);
+      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table[r], x2, x3)), d1, hi[r]);
     }
   }
-  if constexpr (R == 2) {
-    hsum16_pair(lo[0], hi[0], lo[1], hi[1], out);
-    out[0] *= codebook.scale;
-    out[1] *= codebook.scale;
-  } else {
-    out[0] = hsum16(lo[0], hi[0]) * codebook.scale;
+  int r = 0;
+  for (; r + 2 <= R; r += 2) {
+    hsum16_pair(lo[r], hi[r], lo[r + 1], hi[r + 1], out + r);
+    out[r] *= books[r]->scale;
+    out[r + 1] *= books[r + 1]->scale;
   }
+  if (r < R) out[r] = hsum16(lo[r], hi[r]) * books[r]->scale;
 }
 
 // Rows [n0, n1) of a LUT4 weight for every row of x, two rows of one block at a time where they are.
@@ -251,39 +272,86 @@ template <class Lanes>
 void lut4_gemv(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1,
                const int8_detail::RowRequests& requests) {
   Lut4Codebook256 codebook;
-  const int64_t block_rows = w.quant.block_rows;
+  const Lut4Codebook256* books[2] = {&codebook, &codebook};
+  const int64_t block_rows = w.quant.block_rows, row_bytes = w.cols / 2;
   for (int64_t n = n0; n < n1;) {
     const int64_t blk = n / block_rows;
     const int R = n + 1 < n1 && (n + 1) / block_rows == blk ? 2 : 1;
     codebook.take(w, blk);
+    const int64_t rows[2] = {n, n + 1};
+    const char* first = requests.ahead(n, R);
+    const char* ahead[2] = {first, first ? first + row_bytes : nullptr};
     for (int64_t m = 0; m < x.M; ++m) {
       float r[2];
-      const char* ahead = m == 0 ? requests.ahead(n, R) : nullptr;
+      const char* const* a = m == 0 && first ? ahead : nullptr;
       if (R == 2)
-        lut4_rows<Lanes, 2>(x, m, w, n, codebook, ahead, r);
+        lut4_rows<Lanes, 2>(x, m, w, rows, books, a, r);
       else
-        lut4_rows<Lanes, 1>(x, m, w, n, codebook, ahead, r);
+        lut4_rows<Lanes, 1>(x, m, w, rows, books, a, r);
       for (int i = 0; i < R; ++i) y[m * w.rows + n + i] = bias ? r[i] + bias[n + i] : r[i];
     }
     n += R;
   }
 }
 
+// Rows `rows[0 .. R)` of y for every row of x through `rows_of` (q8_rows, q4_rows or lut4_rows
+// bound to its tables); the first row of x makes the requests in `ahead`.
+template <int R, class RowsOf>
+void rows_for_every_x_row(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, const int64_t* rows,
+                          const char* const* ahead, RowsOf rows_of) {
+  for (int64_t m = 0; m < x.M; ++m) {
+    float r[R];
+    rows_of.template operator()<R>(m, rows, m == 0 ? ahead : nullptr, r);
+    for (int i = 0; i < R; ++i) y[m * w.rows + rows[i]] = bias ? r[i] + bias[rows[i]] : r[i];
+  }
+}
+
+// Every row of x over rows [n0, n1) as four streams: each pass takes the next row of each quarter of
+// the range (the rows left over one by one), each stream requesting its lines kStreamBytesAhead on.
+template <class Lanes>
+void row_streams(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const int64_t part = (n1 - n0) / 4;
+  const int64_t row_bytes = w.format == WeightFormat::Q8 ? w.cols : w.cols / 2;
+  Lut4Codebook256 books[4];
+  const Lut4Codebook256* book_of[4] = {&books[0], &books[1], &books[2], &books[3]};
+  auto rows_of = [&]<int R>(int64_t m, const int64_t* rows, const char* const* ahead, float* out) {
+    if (w.format == WeightFormat::Q8) {
+      q8_rows<Lanes, R>(x, m, w, rows, ahead, out);
+    } else if (w.format == WeightFormat::Q4) {
+      q4_rows<Lanes, R>(x, m, w, rows, ahead, out);
+    } else {
+      if (m == 0)
+        for (int r = 0; r < R; ++r) books[r].take(w, rows[r] / w.quant.block_rows);
+      lut4_rows<Lanes, R>(x, m, w, rows, book_of, ahead, out);
+    }
+  };
+  const char* base = static_cast<const char*>(w.data);
+  for (int64_t i = 0; i < part; ++i) {
+    const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
+    const char* ahead[4];
+    for (int r = 0; r < 4; ++r) ahead[r] = base + rows[r] * row_bytes + kStreamBytesAhead;
+    rows_for_every_x_row<4>(x, w, bias, y, rows, ahead, rows_of);
+  }
+  for (int64_t n = n0 + 4 * part; n < n1; ++n) rows_for_every_x_row<1>(x, w, bias, y, &n, nullptr, rows_of);
+}
+
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8); the first row of
 // x through a weight row requests the row ahead (int8_detail::RowRequests).
 template <class Lanes>
 void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
+  if (read_four_streams(cpu_features().int8_row_streams_256())) return row_streams<Lanes>(x, w, bias, y, n0, n1);
   const int8_detail::RowRequests requests(w, n0, n1);
-  if (w.format == WeightFormat::Q8)
-    int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
-      return q8_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
-    });
-  else if (w.format == WeightFormat::Q4)
-    int8_detail::for_each_output(x, w, bias, y, n0, n1, [&](int64_t m, int64_t n, int64_t blk) {
-      return q4_row<Lanes>(x, m, w, n, blk, m == 0 ? requests.ahead(n) : nullptr);
-    });
-  else
-    lut4_gemv<Lanes>(x, w, bias, y, n0, n1, requests);
+  if (w.format == WeightFormat::Lut4) return lut4_gemv<Lanes>(x, w, bias, y, n0, n1, requests);
+  for (int64_t n = n0; n < n1; ++n) {
+    const char* ahead = requests.ahead(n);
+    rows_for_every_x_row<1>(x, w, bias, y, &n, ahead ? &ahead : nullptr,
+                            [&]<int R>(int64_t m, const int64_t* rows, const char* const* a, float* out) {
+                              if (w.format == WeightFormat::Q8)
+                                q8_rows<Lanes, R>(x, m, w, rows, a, out);
+                              else
+                                q4_rows<Lanes, R>(x, m, w, rows, a, out);
+                            });
+  }
 }
 
 }  // namespace

@@ -442,7 +442,7 @@ SMOLVLM_VNNI void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const 
   // (the 256M model's LUT4 products alone in cache, one thread, 4 rows of x: 17.5-18.2 -> 9.6-10.6 us
   // a 576 x 576 weight; 2 rows 12.3-12.5 -> 5.1-5.9).
   const bool nibbles = w.format == WeightFormat::Lut4 || (w.format == WeightFormat::Q4 && w.quant.group_size == 64);
-  if ((nibbles || w.format == WeightFormat::Q8) && cpu_features().decode_row_streams()) {
+  if ((nibbles || w.format == WeightFormat::Q8) && read_four_streams(cpu_features().decode_row_streams())) {
     switch (w.format) {
       case WeightFormat::Lut4: row_streams<WeightFormat::Lut4>(x, p, bias, y, n0, n1); break;
       case WeightFormat::Q4: row_streams<WeightFormat::Q4>(x, p, bias, y, n0, n1); break;

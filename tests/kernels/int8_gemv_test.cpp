@@ -249,6 +249,19 @@ TEST(Int8Gemv, EachPathNamesTheIntegerProductsItTakes) {
   }
 }
 
+// Each kernel with each way of reading a thread's rows (one stream, four side by side: the CPU picks
+// one, so both are forced here).
+struct ForcedRowStreams {
+  explicit ForcedRowStreams(RowStreams s) { force_row_streams(s); }
+  ~ForcedRowStreams() { force_row_streams(RowStreams::AsCpuPrefers); }
+};
+std::vector<std::pair<Int8Kernel, RowStreams>> kernel_schedules(const std::vector<Int8Kernel>& kernels) {
+  std::vector<std::pair<Int8Kernel, RowStreams>> v;
+  for (const Int8Kernel& k : kernels)
+    for (RowStreams s : {RowStreams::One, RowStreams::Four}) v.push_back({k, s});
+  return v;
+}
+
 TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
   const std::vector<Int8Kernel> kernels = int8_kernels();
   if (kernels.empty()) GTEST_SKIP() << "this CPU has no kernel path with integer products";
@@ -264,8 +277,9 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
     const Int8Rows xq = buffer.quantize(x.data(), c.M, c.K);
     std::vector<float> want(size_t(c.M * c.N));
     gemv_int8_reference(xq, q.ref(), bias.data(), want.data(), 0, c.N);
-    for (const Int8Kernel& k : kernels) {
-      SCOPED_TRACE(k.name);
+    for (const auto& [k, streams] : kernel_schedules(kernels)) {
+      SCOPED_TRACE(std::string(k.name) + (streams == RowStreams::Four ? ", four streams" : ", one stream"));
+      const ForcedRowStreams forced(streams);
       // The kernel alone, over two ranges (where a range starts changes no row).
       std::vector<float> direct(want.size());
       k.kernel(xq, q.ref(), bias.data(), direct.data(), 0, c.N / 3);
