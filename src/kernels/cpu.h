@@ -34,14 +34,16 @@ struct CpuFeatures {
   int family = 0;     // x86: cpuid's display family (0x19 Zen 3/4, 0x1A Zen 5)
   // Whether the one-row dense decode products request the weight rows ahead in software (gemv_range).
   // Off on Zen 5: there a 2-thread HY-MT1.5-1.8B BF16 token's linears took 86-104 ms median without
-  // the requests against 111-124 ms with them, and the 256M token's 5.6-7.2 against 8.5-9.7 ms
-  // (bench/RESULTS.md); on the machines before, they measured 7-10% faster with.
-  bool dense_row_requests() const { return !(amd && family >= 0x1A); }
+  // the requests against 111-124 ms with them, and the 256M token's 5.6-7.2 against 8.5-9.7 ms. Off
+  // on Zen 3 (family 0x19 without AVX-512; Zen 4 is 0x19 with it): HY-MT's BF16 decode 6.42-7.42
+  // against 5.84-6.36 tok/s, the 256M model's 80.5-93.0 against 65.9-79.4 (3 alternated rounds each,
+  // bench/RESULTS.md). On the machines before (Zen 4 among them), they measured 7-10% faster with.
+  bool dense_row_requests() const { return !(amd && (family >= 0x1A || (family == 0x19 && !avx512f))); }
   // Whether the avx512 one-row decode products read each thread's rows as four streams side by side
   // (gemv_far512, the wide quantized rows of gemv_quant_range, the integer products' row_streams)
   // instead of one: where the prefetchers run alone, on Zen 5, measured faster (bench/RESULTS.md);
   // elsewhere not measured.
-  bool decode_row_streams() const { return !dense_row_requests(); }
+  bool decode_row_streams() const { return amd && family >= 0x1A; }
   // Whether the 256-bit integer decode products (gemv_int8_256.h: avx2, avx-vnni) read each thread's
   // rows as four streams side by side. On Zen 3 (AVX2 only, 2 threads, alternated): HY-MT1.5-1.8B's q8
   // linears' best step 52-59 against 74-107 ms, its q8 decode faster in 3 of 4 rounds; the 256M
