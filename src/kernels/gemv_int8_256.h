@@ -5,6 +5,9 @@
 // same float epilogue lane for lane, so the bits are the scalar reference's.
 // Included by those two files only, each compiling it for its own instruction set: everything here
 // has internal linkage, so no copy built for one set stands in for the other's.
+// A thread's rows are read as four streams side by side where the CPU reads them best so
+// (row_streams; CpuFeatures::int8_row_streams_256), else one after the other with requests about 9 KB
+// ahead (int8_detail::RowRequests); a row's bits are the same either way.
 //
 // `Lanes` supplies the integer sums, eight int32 lanes from 32 bytes:
 //   Lanes::q8(codes, xq, offsets): lane l sums codes 4l..4l+3 (each q + 128, 0..255; `codes` holds
