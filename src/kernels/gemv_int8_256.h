@@ -15,8 +15,9 @@
 //   the sum of the lane's x codes), for a kernel that sums q times x;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
 //   code in x_even and its high nibble times the one in x_odd;
-//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
-//   codes of a LUT4 table in each 128-bit half) first.
+//   Lanes::lut4(bytes, table, x_even, x_odd, abs_even, abs_odd): as q4, each nibble looked up in
+//   `table` (the 16 signed codes of a LUT4 table in each 128-bit half) first; abs_even and abs_odd are
+//   |x_even| and |x_odd|, taken once per step for all the rows that step reads.
 #pragma once
 
 #include <immintrin.h>
@@ -248,17 +249,19 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* 
       for (int r = 0; r < R; ++r) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
     const int8_t* xc = xq + 128 * c;
     const __m256i x0 = load32(xc), x1 = load32(xc + 64);
+    const __m256i a0 = _mm256_abs_epi8(x0), a1 = _mm256_abs_epi8(x1);
     const __m256 d0 = _mm256_loadu_ps(d + 16 * c);
     for (int r = 0; r < R; ++r) {
       const __m256i b0 = c < whole ? load32(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
-      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table[r], x0, x1)), d0, lo[r]);
+      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table[r], x0, x1, a0, a1)), d0, lo[r]);
     }
     if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_rows)
     const __m256i x2 = load32(xc + 32), x3 = load32(xc + 96);
+    const __m256i a2 = _mm256_abs_epi8(x2), a3 = _mm256_abs_epi8(x3);
     const __m256 d1 = _mm256_loadu_ps(d + 16 * c + 8);
     for (int r = 0; r < R; ++r) {
       const __m256i b1 = c < whole ? load32(row[r] + 64 * c + 32) : load_codes(row[r], 64 * c + 32, row_bytes);
-      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table[r], x2, x3)), d1, hi[r]);
+      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table[r], x2, x3, a2, a3)), d1, hi[r]);
     }
   }
   int r = 0;

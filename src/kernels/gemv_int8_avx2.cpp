@@ -5,8 +5,10 @@
 //       sum (q8_lane_offsets) makes them the reference's.
 //   Q4: a nibble (0..15) times an x code fits vpmaddubsw's pair sums (at most 2 * 15 * 127), the even
 //       and odd nibbles' pair sums add in int16 (at most 7620), and vpmaddwd by ones makes the lanes.
-//   LUT4: the looked-up codes t are signed (|t| <= 127), so vpmaddubsw takes |t| and x with t's sign
-//       (vpsignb): pair sums at most 2 * 127 * 127, each made into lanes by vpmaddwd before they add.
+//   LUT4: the looked-up codes t and the x codes are both signed (|t|, |x| <= 127), so vpmaddubsw takes
+//       |x| (once per step, for every row the step reads) and t with x's sign (vpsignb): one sign a
+//       code instead of an abs and a sign (the kernel alone, 576 x 2048, one thread: 42.7-43.2 ->
+//       38.3-39.5 us). Pair sums at most 2 * 127 * 127, each made into lanes by vpmaddwd before they add.
 #include "kernels/gemm_kernels.h"
 #include "kernels/gemv_int8_256.h"
 
@@ -25,12 +27,13 @@ struct Avx2Lanes {
     const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(even, x_even), _mm256_maddubs_epi16(odd, x_odd));
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   }
-  [[gnu::always_inline]] static __m256i lut4(__m256i bytes, __m256i table, __m256i x_even, __m256i x_odd) {
+  [[gnu::always_inline]] static __m256i lut4(__m256i bytes, __m256i table, __m256i x_even, __m256i x_odd,
+                                             __m256i abs_even, __m256i abs_odd) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const __m256i even = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, low));
     const __m256i odd = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low));
-    const __m256i pe = _mm256_maddubs_epi16(_mm256_abs_epi8(even), _mm256_sign_epi8(x_even, even));
-    const __m256i po = _mm256_maddubs_epi16(_mm256_abs_epi8(odd), _mm256_sign_epi8(x_odd, odd));
+    const __m256i pe = _mm256_maddubs_epi16(abs_even, _mm256_sign_epi8(even, x_even));
+    const __m256i po = _mm256_maddubs_epi16(abs_odd, _mm256_sign_epi8(odd, x_odd));
     return _mm256_add_epi32(_mm256_madd_epi16(pe, ones), _mm256_madd_epi16(po, ones));
   }
 };
