@@ -173,6 +173,11 @@ class RowRequests {
     for (int64_t i = 0; i < rows; ++i) request_row(n + ahead_rows_ + i);
     return nullptr;
   }
+  // ahead(n, rows) as bytes past row n's own (the same for each row of the pass), 0 for null.
+  int64_t ahead_bytes(int64_t n, int64_t rows = 1) const {
+    const char* p = ahead(n, rows);
+    return p ? p - (base_ + n * row_bytes_) : 0;
+  }
 
  private:
   static constexpr int64_t kBytesAhead = 9216, kParameterBytes = 16384;

@@ -45,6 +45,9 @@ namespace {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
 }
 
+// A request for the line at p (prefetcht0).
+[[gnu::always_inline]] inline void request(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
 [[gnu::always_inline]] inline __m256i load32(const int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -77,12 +80,13 @@ inline float lut4_codebook_256(const uint16_t* lut, int8_t* t) {
 using Lut4Codebook256 = int8_detail::Lut4CodebookOf<lut4_codebook_256>;
 
 // Rows n[0 .. R) of a Q8 weight for row m of x, into out[0 .. R): each row's steps exactly as alone,
-// x's codes loaded once for the R rows. With `ahead`, each step requests the line of each row's
-// ahead[r] (the rows' schedules: gemv_int8_256). The steps whose 64 codes lie in the row load them
+// x's codes loaded once for the R rows. With `ahead` (bytes; 0: none), each step requests the line
+// `ahead` bytes past its own in each row (the rows' schedules: gemv_int8_256; an offset, not a pointer
+// a row, so that a request is one instruction). The steps whose 64 codes lie in the row load them
 // without the tail's test (the kernel alone, a 256 x 2048 weight in cache, one thread: avx-vnni
 // 22.7-26.0 -> 9.6-9.8 us, avx2 25.9-35.2 -> 20.1-25.8 us; bench/RESULTS.md).
 template <class Lanes, int R>
-void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const char* const* ahead, float* out) {
+void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, int64_t ahead, float* out) {
   const int64_t K = w.cols, full = K / 64;
   const int8_t* xq = x.codes + m * x.k_pad;
   const float* d = x.q8_lane_scales + m * (x.k_pad / 4);
@@ -101,7 +105,7 @@ void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   for (; c < full; ++c) {
     const __m256i x0 = load32(xq + 64 * c), x1 = load32(xq + 64 * c + 32);
     for (int r = 0; r < R; ++r) {
-      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      if (ahead) request(row[r] + 64 * c + ahead);
       half(c, 0, load32(row[r] + 64 * c), x0, lo[r]);
       half(c, 1, load32(row[r] + 64 * c + 32), x1, hi[r]);
     }
@@ -110,7 +114,7 @@ void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   // (an accumulator starting at +0 and adding finite products is never -0).
   for (; 64 * c < K; ++c)
     for (int r = 0; r < R; ++r) {
-      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      if (ahead) request(row[r] + 64 * c + ahead);
       half(c, 0, load_codes(row[r], 64 * c, K), load32(xq + 64 * c), lo[r]);
       if (64 * c + 32 < K) half(c, 1, load_codes(row[r], 64 * c + 32, K), load32(xq + 64 * c + 32), hi[r]);
     }
@@ -166,7 +170,7 @@ inline void q4_min_terms(const Int8Rows& x, int64_t m, const WeightRef& w, int64
 
 // Rows n[0 .. R) of a Q4 weight for row m of x, into out[0 .. R) (`ahead` as for q8_rows).
 template <class Lanes, int R>
-void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const char* const* ahead, float* out) {
+void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, int64_t ahead, float* out) {
   const int64_t row_bytes = w.cols / 2, K = w.cols, G = w.quant.group_size;
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
@@ -188,19 +192,31 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   // Groups of 64 (quantize's default), the steps whose 64 bytes lie in the row: groups 2c and 2c + 1,
   // no division for the group, no test for the tail (the kernel alone, as for q8_rows: avx-vnni
   // 23.9-24.3 -> 17.2-17.4 us, avx2 25.6-26.3 -> 18.2-18.7 us).
+  // Each half of a step for all R rows before the other, its x codes and lane scales loaded once, and
+  // each group scale converted broadcast (vpbroadcastw, vcvtph2ps): the step's registers then hold
+  // every row's accumulators (the rows one after the other, with a scalar conversion and a broadcast
+  // per half, had spilled three of the eight; with the requests one instruction each, the kernel
+  // alone, one thread, 576 x 2048: 34.6-34.9 -> 32.9-33.4 us).
   if (G == 64)
-    for (; c < row_bytes / 64; ++c)
-      for (int r = 0; r < R; ++r) {
-        if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
-        half(c, 0, load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c),
-             _mm256_set1_ps(half_to_float(scales[r][2 * c])), lo[r]);
-        half(c, 1, load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c + 32),
-             _mm256_set1_ps(half_to_float(scales[r][2 * c + 1])), hi[r]);
+    for (; c < row_bytes / 64; ++c) {
+      if (ahead)
+        for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
+      for (int h = 0; h < 2; ++h) {
+        const int8_t* xc = xq + 128 * c + 32 * h;
+        const __m256i x_even = load32(xc), x_odd = load32(xc + 64);
+        const __m256 dh = _mm256_loadu_ps(d + 16 * c + 8 * h);
+        for (int r = 0; r < R; ++r) {
+          const __m256i bytes = load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c + 32 * h);
+          const __m256 s = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(scales[r][2 * c + h])));
+          __m256& acc = h == 0 ? lo[r] : hi[r];
+          acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(Lanes::q4(bytes, x_even, x_odd)), dh), s, acc);
+        }
       }
+    }
   for (; c < x.k_pad / 128; ++c) {
     const int64_t code = 128 * c;  // 0 past K
     for (int r = 0; r < R; ++r) {
-      if (ahead) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
+      if (ahead) request(row[r] + 64 * c + ahead);
       half(c, 0, load_codes(row[r], 64 * c, row_bytes), _mm256_set1_ps(half_to_float(scales[r][code / G])), lo[r]);
       // The last half past the row adds +0 (as in q8_rows).
       if (64 * c + 32 < row_bytes)
@@ -232,7 +248,7 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
 // is 4.5 steps, and what a row costs besides its steps weighed as much). `ahead` as for q8_rows.
 template <class Lanes, int R>
 void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, const Lut4Codebook256* const* books,
-               const char* const* ahead, float* out) {
+               int64_t ahead, float* out) {
   const int64_t row_bytes = w.cols / 2, whole = row_bytes / 64;
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
@@ -244,25 +260,35 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* 
     table[r] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(books[r]->codes)));
     lo[r] = hi[r] = _mm256_setzero_ps();
   }
-  for (int64_t c = 0; c < x.k_pad / 128; ++c) {
+  // Half h of step c for the R rows, each row's 32 bytes from load(r, byte).
+  auto half = [&](int64_t c, int h, __m256* acc, auto load) __attribute__((always_inline)) {
+    const int8_t* xc = xq + 128 * c + 32 * h;
+    const __m256i x_even = load32(xc), x_odd = load32(xc + 64);
+    const __m256i abs_even = _mm256_abs_epi8(x_even), abs_odd = _mm256_abs_epi8(x_odd);
+    const __m256 dh = _mm256_loadu_ps(d + 16 * c + 8 * h);
+    for (int r = 0; r < R; ++r) {
+      const __m256i i = Lanes::lut4(load(r, 64 * c + 32 * h), table[r], x_even, x_odd, abs_even, abs_odd);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), dh, acc[r]);
+    }
+  };
+  const auto whole_codes = [&](int r, int64_t i) { return load32(row[r] + i); };
+  const auto codes_to_end = [&](int r, int64_t i) { return load_codes(row[r], i, row_bytes); };
+  int64_t c = 0;
+  // The steps whose 64 bytes lie in the row, without the tail's test (as in q8_rows): the test in
+  // every step had kept a stack copy of the tail live and spilled the accumulators (the kernel alone,
+  // one thread, 576 x 2048: 38.8-39.5 -> 30.8-31.0 us).
+  for (; c < whole; ++c) {
     if (ahead)
-      for (int r = 0; r < R; ++r) _mm_prefetch(ahead[r] + 64 * c, _MM_HINT_T0);
-    const int8_t* xc = xq + 128 * c;
-    const __m256i x0 = load32(xc), x1 = load32(xc + 64);
-    const __m256i a0 = _mm256_abs_epi8(x0), a1 = _mm256_abs_epi8(x1);
-    const __m256 d0 = _mm256_loadu_ps(d + 16 * c);
-    for (int r = 0; r < R; ++r) {
-      const __m256i b0 = c < whole ? load32(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
-      lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b0, table[r], x0, x1, a0, a1)), d0, lo[r]);
-    }
+      for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
+    half(c, 0, lo, whole_codes);
+    half(c, 1, hi, whole_codes);
+  }
+  for (; c < x.k_pad / 128; ++c) {
+    if (ahead)
+      for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
+    half(c, 0, lo, codes_to_end);
     if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_rows)
-    const __m256i x2 = load32(xc + 32), x3 = load32(xc + 96);
-    const __m256i a2 = _mm256_abs_epi8(x2), a3 = _mm256_abs_epi8(x3);
-    const __m256 d1 = _mm256_loadu_ps(d + 16 * c + 8);
-    for (int r = 0; r < R; ++r) {
-      const __m256i b1 = c < whole ? load32(row[r] + 64 * c + 32) : load_codes(row[r], 64 * c + 32, row_bytes);
-      hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes::lut4(b1, table[r], x2, x3, a2, a3)), d1, hi[r]);
-    }
+    half(c, 1, hi, codes_to_end);
   }
   int r = 0;
   for (; r + 2 <= R; r += 2) {
@@ -279,17 +305,16 @@ void lut4_gemv(const Int8Rows& x, const WeightRef& w, const float* bias, float* 
                const int8_detail::RowRequests& requests) {
   Lut4Codebook256 codebook;
   const Lut4Codebook256* books[2] = {&codebook, &codebook};
-  const int64_t block_rows = w.quant.block_rows, row_bytes = w.cols / 2;
+  const int64_t block_rows = w.quant.block_rows;
   for (int64_t n = n0; n < n1;) {
     const int64_t blk = n / block_rows;
     const int R = n + 1 < n1 && (n + 1) / block_rows == blk ? 2 : 1;
     codebook.take(w, blk);
     const int64_t rows[2] = {n, n + 1};
-    const char* first = requests.ahead(n, R);
-    const char* ahead[2] = {first, first ? first + row_bytes : nullptr};
+    const int64_t ahead = requests.ahead_bytes(n, R);
     for (int64_t m = 0; m < x.M; ++m) {
       float r[2];
-      const char* const* a = m == 0 && first ? ahead : nullptr;
+      const int64_t a = m == 0 ? ahead : 0;
       if (R == 2)
         lut4_rows<Lanes, 2>(x, m, w, rows, books, a, r);
       else
@@ -304,10 +329,10 @@ void lut4_gemv(const Int8Rows& x, const WeightRef& w, const float* bias, float* 
 // bound to its tables); the first row of x makes the requests in `ahead`.
 template <int R, class RowsOf>
 void rows_for_every_x_row(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, const int64_t* rows,
-                          const char* const* ahead, RowsOf rows_of) {
+                          int64_t ahead, RowsOf rows_of) {
   for (int64_t m = 0; m < x.M; ++m) {
     float r[R];
-    rows_of.template operator()<R>(m, rows, m == 0 ? ahead : nullptr, r);
+    rows_of.template operator()<R>(m, rows, m == 0 ? ahead : 0, r);
     for (int i = 0; i < R; ++i) y[m * w.rows + rows[i]] = bias ? r[i] + bias[rows[i]] : r[i];
   }
 }
@@ -317,10 +342,9 @@ void rows_for_every_x_row(const Int8Rows& x, const WeightRef& w, const float* bi
 template <class Lanes>
 void row_streams(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t part = (n1 - n0) / 4;
-  const int64_t row_bytes = w.format == WeightFormat::Q8 ? w.cols : w.cols / 2;
   Lut4Codebook256 books[4];
   const Lut4Codebook256* book_of[4] = {&books[0], &books[1], &books[2], &books[3]};
-  auto rows_of = [&]<int R>(int64_t m, const int64_t* rows, const char* const* ahead, float* out) {
+  auto rows_of = [&]<int R>(int64_t m, const int64_t* rows, int64_t ahead, float* out) {
     if (w.format == WeightFormat::Q8) {
       q8_rows<Lanes, R>(x, m, w, rows, ahead, out);
     } else if (w.format == WeightFormat::Q4) {
@@ -331,14 +355,11 @@ void row_streams(const Int8Rows& x, const WeightRef& w, const float* bias, float
       lut4_rows<Lanes, R>(x, m, w, rows, book_of, ahead, out);
     }
   };
-  const char* base = static_cast<const char*>(w.data);
   for (int64_t i = 0; i < part; ++i) {
     const int64_t rows[4] = {n0 + i, n0 + part + i, n0 + 2 * part + i, n0 + 3 * part + i};
-    const char* ahead[4];
-    for (int r = 0; r < 4; ++r) ahead[r] = base + rows[r] * row_bytes + kStreamBytesAhead;
-    rows_for_every_x_row<4>(x, w, bias, y, rows, ahead, rows_of);
+    rows_for_every_x_row<4>(x, w, bias, y, rows, kStreamBytesAhead, rows_of);
   }
-  for (int64_t n = n0 + 4 * part; n < n1; ++n) rows_for_every_x_row<1>(x, w, bias, y, &n, nullptr, rows_of);
+  for (int64_t n = n0 + 4 * part; n < n1; ++n) rows_for_every_x_row<1>(x, w, bias, y, &n, 0, rows_of);
 }
 
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8); the first row of
@@ -349,9 +370,8 @@ void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, flo
   const int8_detail::RowRequests requests(w, n0, n1);
   if (w.format == WeightFormat::Lut4) return lut4_gemv<Lanes>(x, w, bias, y, n0, n1, requests);
   for (int64_t n = n0; n < n1; ++n) {
-    const char* ahead = requests.ahead(n);
-    rows_for_every_x_row<1>(x, w, bias, y, &n, ahead ? &ahead : nullptr,
-                            [&]<int R>(int64_t m, const int64_t* rows, const char* const* a, float* out) {
+    rows_for_every_x_row<1>(x, w, bias, y, &n, requests.ahead_bytes(n),
+                            [&]<int R>(int64_t m, const int64_t* rows, int64_t a, float* out) {
                               if (w.format == WeightFormat::Q8)
                                 q8_rows<Lanes, R>(x, m, w, rows, a, out);
                               else
