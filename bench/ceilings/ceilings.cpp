@@ -130,9 +130,17 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
   return best_loop_gflops(loop, flops_per_iteration, pool, seconds);
 }
 
+bool bf16_dot_peak_supported() {
+#if SMOLVLM_HAVE_X86_KERNELS
+  return precision_supported(KernelPath::Avx512, Precision::Fast);
+#else
+  return false;
+#endif
+}
+
 double measure_bf16_dot_peak_gflops([[maybe_unused]] ThreadPool& pool, [[maybe_unused]] double seconds) {
 #if SMOLVLM_HAVE_X86_KERNELS
-  if (precision_supported(KernelPath::Avx512, Precision::Fast))
+  if (bf16_dot_peak_supported())
     return best_loop_gflops(ceilings_detail::bf16_dot_loop_avx512,
                             ceilings_detail::bf16_dot_flops_per_iteration_avx512(), pool, seconds);
 #endif

@@ -19,6 +19,9 @@ double measure_fma_peak_gflops(KernelPath path, ThreadPool& pool, double seconds
 // The same for the bf16 dot product of Precision::Fast (VDPBF16PS, 4 flops per lane), the ceiling
 // of the fast products. Error(Unsupported) without avx512 and avx512_bf16.
 double measure_bf16_dot_peak_gflops(ThreadPool& pool, double seconds = 0.3);
+// Whether this CPU runs precision fast's bf16 products (an avx512 path with avx512_bf16), the loop
+// measure_bf16_dot_peak_gflops times; elsewhere fast is integer decode only and has no such peak.
+bool bf16_dot_peak_supported();
 
 // STREAM triad a[i] = b[i] + s*c[i] over three fp32 arrays of `bytes_per_array` bytes each, split
 // across the pool's threads; GB/s counting 3 * bytes_per_array per pass (STREAM's convention).

@@ -39,6 +39,8 @@ double bf16_dot_peak_gflops(int threads) {
   return measure_bf16_dot_peak_gflops(pool);
 }
 
+bool bf16_dot_peak_measurable() { return bf16_dot_peak_supported(); }
+
 double triad_gb_s(int threads) {
   ThreadPool pool(threads);
   return measure_triad_gbs(pool);

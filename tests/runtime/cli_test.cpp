@@ -178,6 +178,20 @@ TEST(CliBench, SamplesTheCeilingsBesideThePasses) {
   EXPECT_TRUE(out["fractions"].contains("prefill_1141_of_openblas"));
 }
 
+// Precision fast with the ceilings on every CPU: the bf16 peak where fast has bf16 products, else
+// none (fast then runs integer decode only), and every other ceiling and fraction either way.
+TEST(CliBench, FastPrecisionMeasuresTheCeilingsTheCpuHas) {
+  const nlohmann::json out = run_bench_json("--precision fast");
+  ASSERT_TRUE(out.contains("ceilings") && out.contains("fractions")) << out.dump();
+  const nlohmann::json& c = out["ceilings"];
+  EXPECT_GT(c["read_gb_s"].get<double>(), 0.0);
+  EXPECT_GT(out["fractions"]["decode_of_read"].get<double>(), 0.0);
+  EXPECT_EQ(c.contains("bf16_dot_peak_gflops"), out["fractions"].contains("vision_of_bf16_dot_peak"));
+  if (c.contains("bf16_dot_peak_gflops")) {
+    EXPECT_GT(c["bf16_dot_peak_gflops"].get<double>(), 0.0);
+  }
+}
+
 // The tokenizer loads on a second thread while the model and images load (with one thread, on first
 // use): its errors still end the command with the same message and exit code either way.
 TEST(CliErrors, BrokenTokenizerIsACleanErrorWhereverItLoads) {
