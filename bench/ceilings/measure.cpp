@@ -34,12 +34,11 @@ double fma_peak_gflops(const std::string &kernel_path, int threads) {
                            " is not supported by this CPU");
 }
 
-double bf16_dot_peak_gflops(int threads) {
+std::optional<double> bf16_dot_peak_gflops(int threads) {
+  if (!bf16_dot_peak_supported()) return std::nullopt;
   ThreadPool pool(threads);
   return measure_bf16_dot_peak_gflops(pool);
 }
-
-bool bf16_dot_peak_measurable() { return bf16_dot_peak_supported(); }
 
 double triad_gb_s(int threads) {
   ThreadPool pool(threads);

@@ -3,16 +3,16 @@
 // the engine library: only the benchmark needs them.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace smolvlm::bench {
 
 // FMA peak of one kernel path ("scalar", "avx2", "avx512") on `threads` threads, GFLOP/s.
 double fma_peak_gflops(const std::string& kernel_path, int threads);
-// The bf16 dot-product peak (VDPBF16PS) where precision fast runs bf16 products, GFLOP/s; only where
-// bf16_dot_peak_measurable() (elsewhere fast is integer decode only, and bf16_dot_peak_gflops throws).
-double bf16_dot_peak_gflops(int threads);
-bool bf16_dot_peak_measurable();
+// The bf16 dot-product peak (VDPBF16PS) where precision fast runs bf16 products, GFLOP/s; none where
+// the CPU has no such products (there fast is integer decode only).
+std::optional<double> bf16_dot_peak_gflops(int threads);
 // STREAM triad and a streaming read over a buffer far larger than the caches, GB/s.
 double triad_gb_s(int threads);
 double read_gb_s(int threads);
