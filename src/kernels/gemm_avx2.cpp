@@ -70,6 +70,7 @@ GemmKernels make_kernels() {
   const bool vnni = cpu_features().avxvnni;
   k.gemv_int8 = vnni ? gemv_int8_avxvnni : gemv_int8_avx2;
   k.int8_name = vnni ? "avx-vnni int8" : "avx2 int8";
+  k.round_int8_row = round_int8_row_avx2;
   return k;
 }
 

@@ -107,6 +107,7 @@ using GemvInt8 = void (*)(const Int8Rows& x, const WeightRef& w, const float* bi
 void gemv_int8_avx512(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void round_int8_row_avx512(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums);
 void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
+void round_int8_row_avx2(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums);
 void gemv_int8_avxvnni(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_neon(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);
 void gemv_int8_dotprod(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1);

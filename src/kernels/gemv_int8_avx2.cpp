@@ -44,4 +44,53 @@ void gemv_int8_avx2(const Int8Rows& x, const WeightRef& w, const float* bias, fl
   gemv_int8_256<Avx2Lanes>(x, w, bias, y, n0, n1);
 }
 
+// round_int8_row_reference's bits, a block of 32 values in four registers: the largest magnitude exact
+// in any order (max_ps returns its second operand where the first is NaN, so a NaN is ignored, as the
+// reference's comparisons ignore it), each code from the separately rounded product and sum, the
+// codes' sum exact. The reference's scalar loops had taken a twentieth of a SmolVLM-256M LUT4 token
+// (each thread rounds every product's input: llama_team.cpp).
+void round_int8_row_avx2(const float* x, int64_t K, int64_t k_pad, int8_t* q, float* scales, float* sums) {
+  const __m256 shift = _mm256_set1_ps(12582912.f), sign = _mm256_set1_ps(-0.f);  // 1.5 * 2^23, as the reference
+  const __m256i shift_bits = _mm256_set1_epi32(0x4B400000), low = _mm256_set1_epi32(-127),
+                high = _mm256_set1_epi32(127), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t j = 0; j < k_pad / 32; ++j) {
+    const int64_t k0 = 32 * j, n = K - k0 < 0 ? 0 : K - k0 < 32 ? K - k0 : 32;
+    alignas(32) float part[32] = {};
+    const float* at = x + k0;
+    if (n < 32) {
+      for (int64_t i = 0; i < n; ++i) part[i] = at[i];
+      at = part;
+    }
+    __m256 v[4], amax8 = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(at + 8 * i);
+      amax8 = _mm256_max_ps(_mm256_andnot_ps(sign, v[i]), amax8);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax8), _mm256_extractf128_ps(amax8, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    const __m256 inv = _mm256_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
+    __m256i c[4];
+    for (int i = 0; i < 4; ++i) {
+      // The product rounded on its own (this file contracts a*b + c into one FMA; the empty asm
+      // hands the sum a finished register instead).
+      __m256 product = _mm256_mul_ps(v[i], inv);
+      __asm__("" : "+x"(product));
+      __m256 shifted = _mm256_add_ps(product, shift);
+      shifted = _mm256_blendv_ps(shift, shifted, _mm256_cmp_ps(shifted, shifted, _CMP_EQ_OQ));  // NaN: 0
+      c[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_sub_epi32(_mm256_castps_si256(shifted), shift_bits), low), high);
+    }
+    // packs interleave the 128-bit halves: dwords (c0 0-3, c1 0-3, c2 0-3, c3 0-3, c0 4-7, ...).
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k0), _mm256_permutevar8x32_epi32(bytes, order));
+    const __m256i t8 = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+    __m128i t4 = _mm_add_epi32(_mm256_castsi256_si128(t8), _mm256_extracti128_si256(t8, 1));
+    t4 = _mm_add_epi32(t4, _mm_shuffle_epi32(t4, 0x4E));
+    t4 = _mm_add_epi32(t4, _mm_shuffle_epi32(t4, 0xB1));
+    const float scale = amax / 127.f;
+    scales[j] = scale;
+    sums[j] = scale * static_cast<float>(_mm_cvtsi128_si32(t4));
+  }
+}
+
 }  // namespace smolvlm::gemm
