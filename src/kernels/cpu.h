@@ -44,12 +44,13 @@ struct CpuFeatures {
   // instead of one: where the prefetchers run alone, on Zen 5, measured faster (bench/RESULTS.md);
   // elsewhere not measured.
   bool decode_row_streams() const { return amd && family >= 0x1A; }
-  // Whether the 256-bit integer decode products (gemv_int8_256.h: avx2, avx-vnni) read each thread's
-  // rows as four streams side by side. On Zen 3 (AVX2 only, 2 threads, alternated): HY-MT1.5-1.8B's q8
-  // linears' best step 52-59 against 74-107 ms, its q8 decode faster in 3 of 4 rounds; the 256M
-  // model's LUT4 `fast` decode 118-150 against 107-121 tok/s (bench/RESULTS.md). AMD's; elsewhere not
-  // measured, one stream as before.
-  bool int8_row_streams_256() const { return amd; }
+  // Whether the 256-bit one-row decode products (the avx2 path's dense ones, gemm_simd.h's gemv_range;
+  // the integer ones, gemv_int8_256.h: avx2, avx-vnni) read each thread's rows as four streams side
+  // by side. On Zen 3 (AVX2 only, 2 threads, alternated): HY-MT1.5-1.8B's q8 linears' best step 52-59
+  // against 74-107 ms, its q8 decode faster in 3 of 4 rounds; the 256M model's LUT4 `fast` decode
+  // 118-150 against 107-121 tok/s; BF16 decode steps 15-17% shorter on both models (medians of
+  // ABBA-alternated steps; bench/RESULTS.md). AMD's; elsewhere not measured, one stream as before.
+  bool row_streams_256() const { return amd; }
 };
 const CpuFeatures& cpu_features();
 
@@ -63,7 +64,7 @@ const CpuFeatures& cpu_features();
 // the weight's end, where a prefetch is dropped, never a fault).
 constexpr int64_t kStreamBytesAhead = 2048;
 
-// Whether the integer decode products read a thread's rows as one stream or as four side by side: as
+// Whether the one-row decode products read a thread's rows as one stream or as four side by side: as
 // the CPU prefers (the CpuFeatures above), or one way forced process-wide. Every row's bits are the
 // same either way, and tests force each.
 enum class RowStreams { AsCpuPrefers, One, Four };

@@ -6,7 +6,7 @@
 // Included by those two files only, each compiling it for its own instruction set: everything here
 // has internal linkage, so no copy built for one set stands in for the other's.
 // A thread's rows are read as four streams side by side where the CPU reads them best so
-// (row_streams; CpuFeatures::int8_row_streams_256), else one after the other with requests about 9 KB
+// (row_streams; CpuFeatures::row_streams_256), else one after the other with requests about 9 KB
 // ahead (int8_detail::RowRequests); a row's bits are the same either way.
 //
 // `Lanes` supplies the integer sums, eight int32 lanes from 32 bytes:
@@ -366,7 +366,7 @@ void row_streams(const Int8Rows& x, const WeightRef& w, const float* bias, float
 // x through a weight row requests the row ahead (int8_detail::RowRequests).
 template <class Lanes>
 void gemv_int8_256(const Int8Rows& x, const WeightRef& w, const float* bias, float* y, int64_t n0, int64_t n1) {
-  if (read_four_streams(cpu_features().int8_row_streams_256())) return row_streams<Lanes>(x, w, bias, y, n0, n1);
+  if (read_four_streams(cpu_features().row_streams_256())) return row_streams<Lanes>(x, w, bias, y, n0, n1);
   const int8_detail::RowRequests requests(w, n0, n1);
   if (w.format == WeightFormat::Lut4) return lut4_gemv<Lanes>(x, w, bias, y, n0, n1, requests);
   for (int64_t n = n0; n < n1; ++n) {

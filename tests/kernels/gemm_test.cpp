@@ -153,6 +153,35 @@ TEST_P(LinearPathTest, BitwiseIdenticalForAnyThreadCount) {
     }
 }
 
+TEST_P(LinearPathTest, OneRowGivesTheSameBitsInOneStreamOrFour) {
+  // A one-row product reads each thread's rows as one stream or as four side by side, as the CPU
+  // prefers (read_four_streams): forced each way, on 1, 2 and 3 threads (rows falling in a stream or
+  // left over), every row has the same bits, for every dense format and K with and without tails.
+  struct Restore {
+    ~Restore() { force_row_streams(RowStreams::AsCpuPrefers); }
+  } restore;
+  std::mt19937 rng(21);
+  ThreadPool p1(1), p2(2), p3(3);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t K : {1, 15, 16, 33, 64, 65, 300, 576})
+      for (int64_t N : {3, 4, 37, 301}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+        TestWeight w = make_weight(dt, N, K, rng);
+        const std::vector<float> x = random_vector(size_t(K), rng), bias = random_vector(size_t(N), rng);
+        std::vector<float> want(static_cast<size_t>(N));
+        force_row_streams(RowStreams::One);
+        linear(x.data(), 1, w.ref, bias.data(), want.data(), p1);
+        for (RowStreams streams : {RowStreams::One, RowStreams::Four})
+          for (ThreadPool* pool : {&p1, &p2, &p3}) {
+            force_row_streams(streams);
+            std::vector<float> got(size_t(N), NAN);
+            linear(x.data(), 1, w.ref, bias.data(), got.data(), *pool);
+            EXPECT_TRUE(bitwise_equal(want, got)) << (streams == RowStreams::Four ? "four" : "one") << " stream(s), "
+                                                  << pool->size() << " threads";
+          }
+      }
+}
+
 TEST_P(LinearPathTest, RowResultDoesNotDependOnItsPositionInTheBatch) {
   // A row's result depends only on the row, the weight and M's path (GEMV or blocked), not on where
   // the row sits: the last, partial row tile is computed exactly like a full one.
