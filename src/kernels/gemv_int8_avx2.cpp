@@ -53,12 +53,12 @@ void round_int8_row_avx2(const float* x, int64_t K, int64_t k_pad, int8_t* q, fl
   const __m256 shift = _mm256_set1_ps(12582912.f), sign = _mm256_set1_ps(-0.f);  // 1.5 * 2^23, as the reference
   const __m256i shift_bits = _mm256_set1_epi32(0x4B400000), low = _mm256_set1_epi32(-127),
                 high = _mm256_set1_epi32(127), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  alignas(32) float part[32];  // a block past K's end: its values, zeros after them
   for (int64_t j = 0; j < k_pad / 32; ++j) {
     const int64_t k0 = 32 * j, n = K - k0 < 0 ? 0 : K - k0 < 32 ? K - k0 : 32;
-    alignas(32) float part[32] = {};
-    const float* at = x + k0;
+    const float* at = n > 0 ? x + k0 : x;  // no pointer past x for blocks wholly past K
     if (n < 32) {
-      for (int64_t i = 0; i < n; ++i) part[i] = at[i];
+      for (int64_t i = 0; i < 32; ++i) part[i] = i < n ? at[i] : 0.f;
       at = part;
     }
     __m256 v[4], amax8 = _mm256_setzero_ps();
