@@ -128,9 +128,20 @@ void q8_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   }
 }
 
-// Up to eight fp16 scales from p (`valid` of them there; those past it read as 0) as floats.
-[[gnu::always_inline]] inline __m256 scales8(const uint16_t* p, int64_t valid) {
+// Up to eight fp16 scales from p (`valid` of them there; those past it read as 0) as floats. Where
+// the eight before p + valid are the row's (`after_eight`: p is at least eight past its first), a short
+// run is loaded ending at p + valid and moved down in registers: a copy through the stack, a 16-byte
+// load of 2-byte stores, waits for the stores (a SmolVLM-256M q4 row of 576 has nine groups, the ninth
+// alone: that wait was a fifth of the product's samples).
+[[gnu::always_inline]] inline __m256 scales8(const uint16_t* p, int64_t valid, bool after_eight) {
   if (valid >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  if (after_eight) {
+    const __m256 run = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + valid - 8)));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i from = _mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(8 - valid)));
+    const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane));
+    return _mm256_and_ps(_mm256_permutevar8x32_ps(run, from), keep);
+  }
   alignas(16) uint16_t part[8] = {};
   for (int64_t i = 0; i < valid; ++i) part[i] = p[i];
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
@@ -153,7 +164,8 @@ inline void q4_min_terms(const Int8Rows& x, int64_t m, const WeightRef& w, int64
         if (valid <= 0) break;
         const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
         __m256& acc = h == 0 ? min_lo : min_hi;
-        acc = _mm256_fmadd_ps(scales8(w.quant.mins + blk + first, valid), _mm256_maskload_ps(pairs + first, mask), acc);
+        acc = _mm256_fmadd_ps(scales8(w.quant.mins + blk + first, valid, first >= 8), _mm256_maskload_ps(pairs + first, mask),
+                              acc);
       }
     return;
   }
@@ -197,22 +209,33 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   // every row's accumulators (the rows one after the other, with a scalar conversion and a broadcast
   // per half, had spilled three of the eight; with the requests one instruction each, the kernel
   // alone, one thread, 576 x 2048: 34.6-34.9 -> 32.9-33.4 us).
-  if (G == 64)
+  const auto half64 = [&](int64_t c, int h) __attribute__((always_inline)) {
+    const int8_t* xc = xq + 128 * c + 32 * h;
+    const __m256i x_even = load32(xc), x_odd = load32(xc + 64);
+    const __m256 dh = _mm256_loadu_ps(d + 16 * c + 8 * h);
+    for (int r = 0; r < R; ++r) {
+      const __m256i bytes = load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c + 32 * h);
+      const __m256 s = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(scales[r][2 * c + h])));
+      __m256& acc = h == 0 ? lo[r] : hi[r];
+      acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(Lanes::q4(bytes, x_even, x_odd)), dh), s, acc);
+    }
+  };
+  if (G == 64) {
     for (; c < row_bytes / 64; ++c) {
       if (ahead)
         for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
-      for (int h = 0; h < 2; ++h) {
-        const int8_t* xc = xq + 128 * c + 32 * h;
-        const __m256i x_even = load32(xc), x_odd = load32(xc + 64);
-        const __m256 dh = _mm256_loadu_ps(d + 16 * c + 8 * h);
-        for (int r = 0; r < R; ++r) {
-          const __m256i bytes = load32(reinterpret_cast<const int8_t*>(row[r]) + 64 * c + 32 * h);
-          const __m256 s = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(scales[r][2 * c + h])));
-          __m256& acc = h == 0 ? lo[r] : hi[r];
-          acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(Lanes::q4(bytes, x_even, x_odd)), dh), s, acc);
-        }
-      }
+      half64(c, 0);
+      half64(c, 1);
     }
+    // A row ending half a step on (SmolVLM-256M's 576 wide) ends as above, its accumulators kept in
+    // registers (the step below, a row at a time, had kept them in memory).
+    if (row_bytes - 64 * c == 32) {
+      if (ahead)
+        for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
+      half64(c, 0);
+      c = x.k_pad / 128;
+    }
+  }
   for (; c < x.k_pad / 128; ++c) {
     const int64_t code = 128 * c;  // 0 past K
     for (int r = 0; r < R; ++r) {
@@ -242,6 +265,14 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
   out[0] = _mm256_cvtss_f32(s1);
   out[1] = _mm_cvtss_f32(_mm256_extractf128_ps(s1, 1));
 }
+
+// The longest row (bytes) whose steps lut4_rows takes one half at a time (lanes 0-7 of every step,
+// then 8-15), the second half reading the lines the first brought in: one half's accumulators, tables
+// and x codes then fit the 16 registers where both halves' spilled with four rows (SmolVLM-256M LUT4
+// `fast` decode steps 3-4 % shorter). A longer row's halves go together: its second pass would make
+// no requests (HY-MT's LUT4 decode steps were 1-4 % longer with every row one half at a time). Q4's
+// steps, fewer registers, gained nothing this way.
+constexpr int64_t kOneHalfAtATimeBytes = 768;
 
 // Rows n[0 .. R) of a LUT4 weight (row r's table in books[r]) for row m of x, into out[0 .. R): each
 // row's steps exactly as alone, the x codes and lane scales loaded once for the R rows (a 576-wide row
@@ -273,22 +304,34 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* 
   };
   const auto whole_codes = [&](int r, int64_t i) { return load32(row[r] + i); };
   const auto codes_to_end = [&](int r, int64_t i) { return load_codes(row[r], i, row_bytes); };
-  int64_t c = 0;
-  // The steps whose 64 bytes lie in the row, without the tail's test (as in q8_rows): the test in
-  // every step had kept a stack copy of the tail live and spilled the accumulators (the kernel alone,
-  // one thread, 576 x 2048: 38.8-39.5 -> 30.8-31.0 us).
-  for (; c < whole; ++c) {
-    if (ahead)
-      for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
-    half(c, 0, lo, whole_codes);
-    half(c, 1, hi, whole_codes);
-  }
-  for (; c < x.k_pad / 128; ++c) {
-    if (ahead)
-      for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
-    half(c, 0, lo, codes_to_end);
-    if (64 * c + 32 >= row_bytes) break;  // the last half past the row adds +0 (as in q8_rows)
-    half(c, 1, hi, codes_to_end);
+  // Halves [h0, h1] of every step of the row, each sum adding its steps in order. The steps whose 64
+  // bytes lie in the row go without the tail's test (as in q8_rows: the test in every step had kept a
+  // stack copy of the tail live and spilled the accumulators); a half past the row's end adds +0 (as
+  // in q8_rows) and is left out.
+  const auto pass = [&](int h0, int h1) __attribute__((always_inline)) {
+    for (int64_t c = 0; c < whole; ++c) {
+      if (h0 == 0 && ahead)
+        for (int r = 0; r < R; ++r) request(row[r] + 64 * c + ahead);
+      for (int h = h0; h <= h1; ++h) half(c, h, h == 0 ? lo : hi, whole_codes);
+    }
+    if (64 * whole + 32 * h0 >= row_bytes) return;
+    if (h0 == 0 && ahead)
+      for (int r = 0; r < R; ++r) request(row[r] + 64 * whole + ahead);
+    for (int h = h0; h <= h1; ++h) {
+      const int64_t at = 64 * whole + 32 * h;
+      if (at + 32 <= row_bytes)
+        half(whole, h, h == 0 ? lo : hi, whole_codes);
+      else if (at < row_bytes)
+        half(whole, h, h == 0 ? lo : hi, codes_to_end);
+    }
+  };
+  // A short row one half at a time (kOneHalfAtATimeBytes; a 576-wide row's product 8 % shorter, the
+  // kernel alone in cache, one thread).
+  if (row_bytes <= kOneHalfAtATimeBytes) {
+    pass(0, 0);
+    pass(1, 1);
+  } else {
+    pass(0, 1);
   }
   int r = 0;
   for (; r + 2 <= R; r += 2) {

@@ -193,6 +193,9 @@ const Int8Case kCases[] = {
     {WeightFormat::Lut4, 0, 16, 1, 37, 64},  {WeightFormat::Lut4, 0, 16, 9, 9, 200}, {WeightFormat::Lut4, 0, 4, 3, 40, 2112},
     {WeightFormat::Lut4, 0, 16, 1, 96, 576}, {WeightFormat::Lut4, 0, 16, 4, 70, 1536}, {WeightFormat::Lut4, 0, 16, 1, 131, 2048},
     {WeightFormat::Lut4, 0, 5, 8, 21, 1088},
+    // A last step whose first half ends short, in a row taken one half at a time (84 bytes) and in one
+    // taken with both together (788 bytes; the 256-bit kernels' kOneHalfAtATimeBytes is 768).
+    {WeightFormat::Lut4, 0, 16, 2, 19, 168}, {WeightFormat::Lut4, 0, 16, 1, 37, 1576},
 };
 
 std::string name(const Int8Case& c) {
