@@ -180,6 +180,17 @@ inline void q4_min_terms(const Int8Rows& x, int64_t m, const WeightRef& w, int64
   }
 }
 
+// The hsum16s of two rows' accumulators at once, into out[0] and out[1]: the same additions in the
+// same order, two rows to a register.
+[[gnu::always_inline]] inline void hsum16_pair(__m256 lo0, __m256 hi0, __m256 lo1, __m256 hi1, float* out) {
+  const __m256 a0 = _mm256_add_ps(lo0, hi0), a1 = _mm256_add_ps(lo1, hi1);
+  const __m256 a4 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
+  const __m256 s2 = _mm256_add_ps(a4, _mm256_shuffle_ps(a4, a4, 0xEE));  // lanes 0, 1: i and i + 2
+  const __m256 s1 = _mm256_add_ps(s2, _mm256_movehdup_ps(s2));           // lane 0: the two left
+  out[0] = _mm256_cvtss_f32(s1);
+  out[1] = _mm_cvtss_f32(_mm256_extractf128_ps(s1, 1));
+}
+
 // Rows n[0 .. R) of a Q4 weight for row m of x, into out[0 .. R) (`ahead` as for q8_rows).
 template <class Lanes, int R>
 void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n, int64_t ahead, float* out) {
@@ -248,22 +259,49 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
     }
     if (64 * c + 32 >= row_bytes) break;
   }
+  const int64_t groups = int8_detail::groups_per_row(w);
+  if (G == 64 && groups <= 32) {
+    // q4_min_terms for the R rows, the pair sums' vectors loaded once for them all (a row at a time
+    // each row had loaded them again, vmaskmovps), two rows reduced together (hsum16_pair): the same
+    // operations in the same order.
+    const float* pairs = x.pair_sums + m * (x.k_pad / 64);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int chunks = static_cast<int>((groups + 7) / 8);
+    __m256 pair_vectors[4];
+    for (int i = 0; i < chunks; ++i) {
+      const int64_t valid = groups - 8 * i < 8 ? groups - 8 * i : 8;
+      pair_vectors[i] = _mm256_maskload_ps(pairs + 8 * i, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane));
+    }
+    const auto with_mins = [&](int r, __m256& sum_lo, __m256& sum_hi) __attribute__((always_inline)) {
+      __m256 min_lo = _mm256_setzero_ps(), min_hi = _mm256_setzero_ps();
+      for (int i = 0; i < chunks; ++i) {
+        const int64_t first = 8 * i, valid = groups - first < 8 ? groups - first : 8;
+        __m256& acc = i % 2 == 0 ? min_lo : min_hi;
+        acc = _mm256_fmadd_ps(scales8(w.quant.mins + (scales[r] - w.quant.scales) + first, valid, first >= 8),
+                              pair_vectors[i], acc);
+      }
+      sum_lo = _mm256_add_ps(lo[r], min_lo);
+      sum_hi = _mm256_add_ps(hi[r], min_hi);
+    };
+    int r = 0;
+    for (; r + 2 <= R; r += 2) {
+      __m256 lo0, hi0, lo1, hi1;
+      with_mins(r, lo0, hi0);
+      with_mins(r + 1, lo1, hi1);
+      hsum16_pair(lo0, hi0, lo1, hi1, out + r);
+    }
+    if (r < R) {
+      __m256 lo0, hi0;
+      with_mins(r, lo0, hi0);
+      out[r] = hsum16(lo0, hi0);
+    }
+    return;
+  }
   for (int r = 0; r < R; ++r) {
     __m256 min_lo, min_hi;
     q4_min_terms(x, m, w, scales[r] - w.quant.scales, min_lo, min_hi);
     out[r] = hsum16(_mm256_add_ps(lo[r], min_lo), _mm256_add_ps(hi[r], min_hi));
   }
-}
-
-// The hsum16s of two rows' accumulators at once, into out[0] and out[1]: the same additions in the
-// same order, two rows to a register.
-[[gnu::always_inline]] inline void hsum16_pair(__m256 lo0, __m256 hi0, __m256 lo1, __m256 hi1, float* out) {
-  const __m256 a0 = _mm256_add_ps(lo0, hi0), a1 = _mm256_add_ps(lo1, hi1);
-  const __m256 a4 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
-  const __m256 s2 = _mm256_add_ps(a4, _mm256_shuffle_ps(a4, a4, 0xEE));  // lanes 0, 1: i and i + 2
-  const __m256 s1 = _mm256_add_ps(s2, _mm256_movehdup_ps(s2));           // lane 0: the two left
-  out[0] = _mm256_cvtss_f32(s1);
-  out[1] = _mm_cvtss_f32(_mm256_extractf128_ps(s1, 1));
 }
 
 // The longest row (bytes) whose steps lut4_rows takes one half at a time (lanes 0-7 of every step,
