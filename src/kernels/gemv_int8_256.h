@@ -260,7 +260,8 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
     if (64 * c + 32 >= row_bytes) break;
   }
   const int64_t groups = int8_detail::groups_per_row(w);
-  if (G == 64 && groups <= 32) {
+  constexpr int kMostPairVectors = 4;  // 8 groups a vector: rows of at most 32 groups
+  if (G == 64 && groups <= 8 * kMostPairVectors) {
     // q4_min_terms for the R rows, the pair sums' vectors loaded once for them all (a row at a time
     // each row had loaded them again, vmaskmovps), two rows reduced together (hsum16_pair): the same
     // operations in the same order. Kept apart from q4_min_terms: that function taking the vectors as
@@ -268,7 +269,7 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
     const float* pairs = x.pair_sums + m * (x.k_pad / 64);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const int chunks = static_cast<int>((groups + 7) / 8);
-    __m256 pair_vectors[4];
+    __m256 pair_vectors[kMostPairVectors];
     for (int i = 0; i < chunks; ++i) {
       const int64_t valid = groups - 8 * i < 8 ? groups - 8 * i : 8;
       pair_vectors[i] = _mm256_maskload_ps(pairs + 8 * i, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane));

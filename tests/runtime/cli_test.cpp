@@ -185,7 +185,6 @@ TEST(CliBench, FastPrecisionMeasuresTheCeilingsTheCpuHas) {
   const nlohmann::json out = run_bench_json("--precision fast");
   ASSERT_TRUE(out.contains("ceilings") && out.contains("fractions")) << out.dump();
   const nlohmann::json& c = out["ceilings"];
-  for (const char* key : {"triad_gb_s", "read_gb_s"}) EXPECT_TRUE(c.contains(key)) << key;
   EXPECT_TRUE(out["fractions"].contains("decode_of_read"));
   const bool bf16 = c.contains("bf16_dot_peak_gflops");
   EXPECT_EQ(out["fractions"].contains("vision_of_bf16_dot_peak"), bf16);
