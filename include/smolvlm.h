@@ -89,7 +89,7 @@ typedef struct smolvlm_model_options {
    * default), or "fast": on the avx512 path, vision and prefill operands rounded to bf16 and multiplied
    * with VDPBF16PS (1.4-2x faster); on the avx2 and neon paths, and on the avx512 one where the CPU
    * has avx512_vnni, the decode products of q8/q4/lut4 weights on integers (each row of x rounded to
-   * int8 in blocks of 32, lut4 tables to int8); dense decode products and attention stay fp32. The README measures the accuracy
+   * int8 in blocks of 32, lut4 tables to 6-bit codes); dense decode products and attention stay fp32. The README measures the accuracy
    * cost of each; smolvlm_model_info's decode_products names what runs. "fast" needs the avx2 or neon
    * kernel path or the avx512 one with avx512_bf16, else SMOLVLM_ERR_UNSUPPORTED at load. */
   const char* precision;

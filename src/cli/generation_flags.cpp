@@ -46,7 +46,7 @@ void add_precision_flag(CLI::App& sub, std::string& precision) {
                  "avx512_bf16, vision, prefill and the decode of BF16 weights on bf16 operands (measured 1.4-2x faster; "
                  "several sequences' decode steps too); on those with "
                  "avx512_vnni and on the avx2 and neon kernels, decode with q8/q4/lut4 weights on int8 products (x rounded to "
-                 "int8 in blocks of 32, lut4 tables to int8). `info` and --verbose name what decode runs; the accuracy cost of each is in "
+                 "int8 in blocks of 32, lut4 tables to 6-bit codes). `info` and --verbose name what decode runs; the accuracy cost of each is in "
                  "the README")
       ->check(CLI::IsMember({"exact", "fast"}));
 }

@@ -110,8 +110,9 @@ float reference_q4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t
 
 float reference_lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n) {
   const int64_t K = w.cols;
-  int8_t t[16];
-  const float scale = int8_detail::lut4_codebook(w.quant.lut + 16 * int8_detail::first_block(w, n), t);
+  int8_detail::Lut4Codes table;
+  int8_detail::lut4_codebook(w.quant.lut + 16 * int8_detail::first_block(w, n), table);
+  const uint8_t* t = table.codes;
   const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * (K / 2);
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
@@ -126,7 +127,7 @@ float reference_lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64
       }
       acc[l] = std::fma(static_cast<float>(isum), d[16 * c + l], acc[l]);
     }
-  return hsum16(acc) * scale;
+  return std::fma(table.offset, x.row_sums[m], hsum16(acc) * table.scale);
 }
 
 }  // namespace

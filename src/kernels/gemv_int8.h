@@ -15,11 +15,11 @@
 // acc[l] = fma(isum[l] * d[block of l], s[group of l], acc[l]); the min terms m_g * X_g (X_g: the
 // group's pair_sums added in order) go to lane g % 16 of a second accumulator, in group order; y =
 // hsum(acc + min acc), lane by lane. LUT4 (value = the fp16 entry of the row's table, one table per
-// row block, a whole row wide) multiplies by the table rounded to int8 instead (lut4_codebook: codes
-// t_i = round(entry_i * 127 / amax), scale amax / 127), in Q4's lanes: lane l sums t[nibble] times
-// the x code of each of the step's codes 8l..8l+7; acc[l] = fma(isum[l], d[block of l], acc[l]);
-// y = hsum(acc) * scale. hsum(v) adds lanes i and i + 8, then i and i + 4, i and i + 2, then the
-// two left.
+// row block, a whole row wide) multiplies by the table rounded to unsigned 6-bit codes instead
+// (lut4_codebook: entry_i ~ offset + scale * t_i, t_i in 0..63), in Q4's lanes: lane l sums
+// t[nibble] times the x code of each of the step's codes 8l..8l+7; acc[l] = fma(isum[l], d[block of
+// l], acc[l]); y = fma(offset, X, hsum(acc) * scale). hsum(v) adds lanes i and i + 8, then i and
+// i + 4, i and i + 2, then the two left.
 #pragma once
 
 #include <cmath>
@@ -85,34 +85,51 @@ namespace {
 inline int64_t groups_per_row(const WeightRef& w) { return (w.cols + w.quant.group_size - 1) / w.quant.group_size; }
 inline int64_t first_block(const WeightRef& w, int64_t n) { return (n / w.quant.block_rows) * groups_per_row(w); }
 
-// The LUT4 table lut[0..16) (fp16) as int8 codes t[i] = round(lut[i] * 127 / amax) (ties to even,
-// amax the largest magnitude); returns the scale amax / 127 (0 for a table of zeros, its codes 0).
-// Every kernel's rows take their table from here, so all read the same integers.
-inline float lut4_codebook(const uint16_t* lut, int8_t* t) {
-  float v[16], amax = 0.f;
+// The largest code of a LUT4 table: 6 bits, so that four products of a code and an x code (|x| <=
+// 127) add in int16 (at most 32004), which spares the 256-bit kernels a widening per 32 codes and,
+// being unsigned, a sign per code (SmolVLM-256M LUT4 `fast` decode steps 7-8 % shorter on AVX2 than
+// with int8 codes of the table; bench/RESULTS.md). Its cost on a trained model is in the README.
+constexpr int kLut4Top = 63;
+
+// A LUT4 table as codes: entry i ~ offset + scale * codes[i].
+struct Lut4Codes {
+  alignas(16) uint8_t codes[16] = {};
+  float scale = 0.f, offset = 0.f;
+};
+
+// The LUT4 table lut[0..16) (fp16) as codes t_i = round((lut[i] - lo) * (kLut4Top / (hi - lo))), ties
+// to even, lo and hi the smallest and largest entries: scale (hi - lo) / kLut4Top, offset lo (a table
+// of equal entries: codes 0, scale 0). A non-finite entry (never in a model) is left out of lo and hi
+// and takes code 0, never UB. Every kernel's rows take their table from here or its bits, so all read
+// the same integers.
+inline void lut4_codebook(const uint16_t* lut, Lut4Codes& out) {
+  float v[16], lo = 0.f, hi = 0.f;
+  bool any = false;
   for (int i = 0; i < 16; ++i) {
     v[i] = f16_to_f32(lut[i]);
-    amax = std::fabs(v[i]) > amax ? std::fabs(v[i]) : amax;
+    if (!std::isfinite(v[i])) continue;
+    lo = any && lo < v[i] ? lo : v[i];
+    hi = any && hi > v[i] ? hi : v[i];
+    any = true;
   }
-  const float inv = amax > 0.f ? 127.f / amax : 0.f;
+  const float range = hi - lo, inv = range > 0.f ? kLut4Top / range : 0.f;
   for (int i = 0; i < 16; ++i) {
-    const float r = std::nearbyint(v[i] * inv);
-    t[i] = r >= -127.f && r <= 127.f ? static_cast<int8_t>(r) : 0;  // a non-finite entry as 0, never UB
+    const float r = std::nearbyint((v[i] - lo) * inv);
+    out.codes[i] = r >= 0.f && r <= kLut4Top ? static_cast<uint8_t>(r) : 0;
   }
-  return amax / 127.f;
+  out.scale = range / kLut4Top;
+  out.offset = lo;
 }
 
-// A LUT4 weight's int8 table, converted once for the rows of one block taken in turn by `Convert`
+// A LUT4 weight's table as codes, converted once for the rows of one block taken in turn by `Convert`
 // (lut4_codebook, or a kernel file's own with its bits).
-template <float (*Convert)(const uint16_t*, int8_t*)>
-struct Lut4CodebookOf {
+template <void (*Convert)(const uint16_t*, Lut4Codes&)>
+struct Lut4CodebookOf : Lut4Codes {
   int64_t block = -1;
-  alignas(16) int8_t codes[16] = {};
-  float scale = 0.f;
   void take(const WeightRef& w, int64_t blk) {
     if (blk == block) return;
     block = blk;
-    scale = Convert(w.quant.lut + 16 * blk, codes);
+    Convert(w.quant.lut + 16 * blk, *this);
   }
 };
 using Lut4Codebook = Lut4CodebookOf<lut4_codebook>;

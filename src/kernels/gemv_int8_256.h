@@ -15,9 +15,8 @@
 //   the sum of the lane's x codes), for a kernel that sums q times x;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
 //   code in x_even and its high nibble times the one in x_odd;
-//   Lanes::lut4(bytes, table, x_even, x_odd, abs_even, abs_odd): as q4, each nibble looked up in
-//   `table` (the 16 signed codes of a LUT4 table in each 128-bit half) first; abs_even and abs_odd are
-//   |x_even| and |x_odd|, taken once per step for all the rows that step reads.
+//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 codes
+//   of a LUT4 table, 0..kLut4Top, in each 128-bit half) first.
 #pragma once
 
 #include <immintrin.h>
@@ -54,26 +53,32 @@ namespace {
 
 [[gnu::always_inline]] inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-// int8_detail::lut4_codebook's integers and scale, the 16 entries at once (F16C; vcvtps2dq rounds to
-// nearest even, as nearbyint does), where every entry is finite; a table that is not is the scalar
+// int8_detail::lut4_codebook's codes, scale and offset, the 16 entries at once (F16C; vcvtps2dq rounds
+// to nearest even, as nearbyint does), where every entry is finite; a table that is not is the scalar
 // one's. Taken once per block of rows, it had cost about as much as the steps of a 576-wide row.
-inline float lut4_codebook_256(const uint16_t* lut, int8_t* t) {
+inline void lut4_codebook_256(const uint16_t* lut, int8_detail::Lut4Codes& out) {
   const __m256 v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lut)));
   const __m256 v1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lut + 8)));
   const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
   const __m256 a0 = _mm256_andnot_ps(sign, v0), a1 = _mm256_andnot_ps(sign, v1);
   const __m256 finite = _mm256_and_ps(_mm256_cmp_ps(a0, inf, _CMP_LT_OQ), _mm256_cmp_ps(a1, inf, _CMP_LT_OQ));
-  if (_mm256_movemask_ps(finite) != 0xFF) return int8_detail::lut4_codebook(lut, t);
-  const __m256 m8 = _mm256_max_ps(a0, a1);
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  const float amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-  const __m256 inv = _mm256_set1_ps(amax > 0.f ? 127.f / amax : 0.f);
-  const __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, inv)), r1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, inv));
+  if (_mm256_movemask_ps(finite) != 0xFF) return int8_detail::lut4_codebook(lut, out);
+  const __m256 min8 = _mm256_min_ps(v0, v1), max8 = _mm256_max_ps(v0, v1);
+  __m128 lo4 = _mm_min_ps(_mm256_castps256_ps128(min8), _mm256_extractf128_ps(min8, 1));
+  __m128 hi4 = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
+  lo4 = _mm_min_ps(lo4, _mm_movehl_ps(lo4, lo4));
+  hi4 = _mm_max_ps(hi4, _mm_movehl_ps(hi4, hi4));
+  const float lo = _mm_cvtss_f32(_mm_min_ss(lo4, _mm_movehdup_ps(lo4)));
+  const float hi = _mm_cvtss_f32(_mm_max_ss(hi4, _mm_movehdup_ps(hi4)));
+  const float range = hi - lo;
+  const __m256 low = _mm256_set1_ps(lo), inv = _mm256_set1_ps(range > 0.f ? int8_detail::kLut4Top / range : 0.f);
+  const __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(v0, low), inv));
+  const __m256i r1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(v1, low), inv));
   const __m128i h0 = _mm_packs_epi32(_mm256_castsi256_si128(r0), _mm256_extracti128_si256(r0, 1));
   const __m128i h1 = _mm_packs_epi32(_mm256_castsi256_si128(r1), _mm256_extracti128_si256(r1, 1));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(t), _mm_packs_epi16(h0, h1));
-  return amax / 127.f;
+  _mm_store_si128(reinterpret_cast<__m128i*>(out.codes), _mm_packus_epi16(h0, h1));
+  out.scale = range / int8_detail::kLut4Top;
+  out.offset = lo;
 }
 
 // The table of the block of rows taken, converted by lut4_codebook_256.
@@ -335,10 +340,9 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* 
   auto half = [&](int64_t c, int h, __m256* acc, auto load) __attribute__((always_inline)) {
     const int8_t* xc = xq + 128 * c + 32 * h;
     const __m256i x_even = load32(xc), x_odd = load32(xc + 64);
-    const __m256i abs_even = _mm256_abs_epi8(x_even), abs_odd = _mm256_abs_epi8(x_odd);
     const __m256 dh = _mm256_loadu_ps(d + 16 * c + 8 * h);
     for (int r = 0; r < R; ++r) {
-      const __m256i i = Lanes::lut4(load(r, 64 * c + 32 * h), table[r], x_even, x_odd, abs_even, abs_odd);
+      const __m256i i = Lanes::lut4(load(r, 64 * c + 32 * h), table[r], x_even, x_odd);
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), dh, acc[r]);
     }
   };
@@ -374,12 +378,9 @@ void lut4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* 
     pass(0, 1);
   }
   int r = 0;
-  for (; r + 2 <= R; r += 2) {
-    hsum16_pair(lo[r], hi[r], lo[r + 1], hi[r + 1], out + r);
-    out[r] *= books[r]->scale;
-    out[r + 1] *= books[r + 1]->scale;
-  }
-  if (r < R) out[r] = hsum16(lo[r], hi[r]) * books[r]->scale;
+  for (; r + 2 <= R; r += 2) hsum16_pair(lo[r], hi[r], lo[r + 1], hi[r + 1], out + r);
+  if (r < R) out[r] = hsum16(lo[r], hi[r]);
+  for (r = 0; r < R; ++r) out[r] = std::fma(books[r]->offset, x.row_sums[m], out[r] * books[r]->scale);
 }
 
 // Rows [n0, n1) of a LUT4 weight for every row of x, two rows of one block at a time where they are.

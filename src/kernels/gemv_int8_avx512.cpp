@@ -209,59 +209,60 @@ SMOLVLM_VNNI inline void q4_row(const Int8Rows& x, int64_t m0, const RowsOf& p, 
   for (int j = 0; j < X; ++j) out[j] = hsum16(_mm512_add_ps(acc[j], q4_min_terms(x, m0 + j, p, blk)));
 }
 
-// The int8 table of a LUT4 row's block (int8_detail::lut4_codebook's integers, here 16 at once) as
-// vpdpbusd's unsigned bytes, t + 128, in each 128-bit lane for vpshufb, and its scale: converted once
-// per block of rows a pass takes one after the other.
+// The codes of a LUT4 row's block (int8_detail::lut4_codebook's, here 16 at once; a table with a
+// non-finite entry is the scalar one's) in each 128-bit lane for vpshufb, with their scale and
+// offset: converted once per block of rows a pass takes one after the other.
 struct Lut4Table {
   int64_t first_row = 0, end_row = 0;  // the rows [first_row, end_row) of the block taken
-  __m512i biased = _mm512_setzero_si512();
-  float scale = 0.f;
+  __m512i codes = _mm512_setzero_si512();
+  float scale = 0.f, offset = 0.f;
   void take(const RowsOf& p, int64_t n) {
     // A row of the block taken divides nothing: the divisions (n / block_rows) of a pass of four rows
     // took 2-4% of the 256M model's 576 x 576 product in cache (bench/RESULTS.md).
     if (n >= first_row && n < end_row) return;
     const int64_t block_rows = p.w.quant.block_rows;
     first_row = n / block_rows * block_rows, end_row = first_row + block_rows;
-    const int64_t b = p.first_block(n);
-    const __m512 v =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.w.quant.lut + 16 * b)));
-    const float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
-    const float inv = amax > 0.f ? 127.f / amax : 0.f;
-    // Each code round(v * inv), ties to even (the default rounding), exactly |t| <= 127.
-    const __m128i t = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(inv))));
-    scale = amax / 127.f;
-    biased = _mm512_xor_si512(_mm512_broadcast_i32x4(t), _mm512_set1_epi8(static_cast<char>(0x80)));
+    const uint16_t* lut = p.w.quant.lut + 16 * p.first_block(n);
+    const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lut)));
+    const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ);
+    __m128i t;
+    if (finite == 0xFFFF) {
+      const float lo = _mm512_reduce_min_ps(v), range = _mm512_reduce_max_ps(v) - lo;
+      const __m512 inv = _mm512_set1_ps(range > 0.f ? int8_detail::kLut4Top / range : 0.f);
+      // Each code round((v - lo) * inv), ties to even (the default rounding), 0..kLut4Top.
+      t = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_sub_ps(v, _mm512_set1_ps(lo)), inv)));
+      scale = range / int8_detail::kLut4Top;
+      offset = lo;
+    } else {
+      int8_detail::Lut4Codes scalar;
+      int8_detail::lut4_codebook(lut, scalar);
+      t = _mm_load_si128(reinterpret_cast<const __m128i*>(scalar.codes));
+      scale = scalar.scale;
+      offset = scalar.offset;
+    }
+    codes = _mm512_broadcast_i32x4(t);
   }
 };
 
-// Where each of X rows of x's integer sums of LUT4 step c start: less 128 times its codes' lane sums
-// (vpdpbusd takes the looked-up nibbles as unsigned bytes, t + 128); x's alone, so once a step for
-// every weight row a pass takes.
+// One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as its code
+// (unsigned, vpdpbusd's first operand), multiplied by the x codes: the lane's sum of t times x,
+// exactly; then scaled by the lane scales.
 template <int X>
-[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_starts(const int8_t* const* xq, int64_t c, __m512i* start) {
-  const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int j = 0; j < X; ++j) {
-    const __m512i x128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, _mm512_loadu_si512(xq[j] + 128 * c)),
-                                             offset, _mm512_loadu_si512(xq[j] + 128 * c + 64));
-    start[j] = _mm512_sub_epi32(_mm512_setzero_si512(), x128);
-  }
-}
-
-// One 128-code step c of a LUT4 row (64 bytes) for X rows of x: each nibble looked up as t + 128,
-// multiplied by the x codes from lut4_starts' values: the lane's sum of t times x, exactly; then
-// scaled by the lane scales.
-template <int X>
-[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const __m512i* start,
-                                                          const int8_t* const* xq, const float* const* d, int64_t c,
-                                                          __m512* acc) {
+[[gnu::always_inline]] SMOLVLM_VNNI inline void lut4_step(__m512i bytes, __m512i table, const int8_t* const* xq,
+                                                          const float* const* d, int64_t c, __m512* acc) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   const __m512i even = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes, low));
   const __m512i odd = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
   for (int j = 0; j < X; ++j) {
-    __m512i isum = _mm512_dpbusd_epi32(start[j], even, _mm512_loadu_si512(xq[j] + 128 * c));
+    __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(xq[j] + 128 * c));
     isum = _mm512_dpbusd_epi32(isum, odd, _mm512_loadu_si512(xq[j] + 128 * c + 64));
     acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_loadu_ps(d[j] + 16 * c), acc[j]);
   }
+}
+
+// A LUT4 row's result for row m of x from its lanes: fma(offset, X, hsum(acc) * scale).
+SMOLVLM_VNNI inline float lut4_result(__m512 acc, const Lut4Table& table, const Int8Rows& x, int64_t m) {
+  return std::fma(table.offset, x.row_sums[m], hsum16(acc) * table.scale);
 }
 
 // Row n of a LUT4 weight for rows m0 .. m0 + X - 1 of x, into out[0 .. X).
@@ -282,11 +283,9 @@ SMOLVLM_VNNI inline void lut4_row(const Int8Rows& x, int64_t m0, const RowsOf& p
   for (int64_t c = 0; c < steps; ++c) {
     if (ahead) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
     const __m512i bytes = c < whole ? _mm512_loadu_si512(row + 64 * c) : load_codes(row, 64 * c, row_bytes);
-    __m512i start[X];
-    lut4_starts<X>(xq, c, start);
-    lut4_step<X>(bytes, table.biased, start, xq, d, c, acc);
+    lut4_step<X>(bytes, table.codes, xq, d, c, acc);
   }
-  for (int j = 0; j < X; ++j) out[j] = hsum16(acc[j]) * table.scale;
+  for (int j = 0; j < X; ++j) out[j] = lut4_result(acc[j], table, x, m0 + j);
 }
 
 // Row n of y for rows m0 .. m0 + X - 1 of x.
@@ -318,8 +317,8 @@ SMOLVLM_VNNI inline void row_for_every_x_row(const Int8Rows& x, const RowsOf& p,
 // Rows rows[0..R) of a 4-bit weight (LUT4, or Q4 in groups of 64) for rows m0 .. m0 + X - 1 of x,
 // side by side, into out[r * X + j]: each (row, row of x) pair's steps, scales and sums exactly as
 // q4_row<1> / lut4_row<1> take them (q4_step, lut4_step). A step's weight bytes are split (and looked
-// up) once for the X rows of x, LUT4's offset terms (lut4_starts, x's alone) once for the R weight rows. With `request`, for weight rows far apart (CpuFeatures::decode_row_streams), each
-// row requests its lines kStreamBytesAhead on (kernels/cpu.h).
+// up) once for the X rows of x. With `request`, for weight rows far apart
+// (CpuFeatures::decode_row_streams), each row requests its lines kStreamBytesAhead on (kernels/cpu.h).
 template <int R, int X, WeightFormat F, bool kRequest>
 SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsOf& p, const int64_t* rows, float* out,
                                       Lut4Table* tables) {
@@ -341,17 +340,14 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
     scales16[r] = _mm512_setzero_ps();
     if constexpr (F == WeightFormat::Lut4) {
       tables[r].take(p, rows[r]);
-      table[r] = tables[r].biased;
+      table[r] = tables[r].codes;
     }
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
-    [[maybe_unused]] __m512i start[X];
-    if constexpr (F == WeightFormat::Lut4) {
-      lut4_starts<X>(xq, c, start);
-    } else if (c % 8 == 0) {
+    if (F == WeightFormat::Q4 && c % 8 == 0) {
       const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
       const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
 #pragma GCC unroll 4
@@ -365,7 +361,7 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
         _mm_prefetch(reinterpret_cast<const char*>(row[r]) + 64 * c + kStreamBytesAhead, _MM_HINT_T0);
       const __m512i bytes = in_row ? _mm512_loadu_si512(row[r] + 64 * c) : load_codes(row[r], 64 * c, row_bytes);
       if constexpr (F == WeightFormat::Lut4)
-        lut4_step<X>(bytes, table[r], start, xq, d, c, &acc[r * X]);
+        lut4_step<X>(bytes, table[r], xq, d, c, &acc[r * X]);
       else
         q4_step<X>(bytes, _mm512_permutexvar_ps(pick, scales16[r]), xq, d, c, &acc[r * X]);
     }
@@ -377,7 +373,7 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < X; ++j) {
       if constexpr (F == WeightFormat::Lut4)
-        out[r * X + j] = hsum16(acc[r * X + j]) * tables[r].scale;
+        out[r * X + j] = lut4_result(acc[r * X + j], tables[r], x, m0 + j);
       else
         out[r * X + j] = hsum16(_mm512_add_ps(acc[r * X + j], q4_min_terms(x, m0 + j, p, blk[r])));
     }

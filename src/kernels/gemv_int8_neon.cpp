@@ -23,7 +23,7 @@ struct NeonLanes {
     const int16x8_t hi = vmlal_high_s8(vmull_high_s8(even, x_even), odd, x_odd);
     return lanes_of_four(lo, hi);
   }
-  // Looked-up codes |t| <= 127: a byte's two products at most 2 * 127 * 127 in int16.
+  // Looked-up codes 0..63: a byte's two products at most 2 * 63 * 127 in int16.
   static int32x4_t lut4(uint8x16_t bytes, int8x16_t table, int8x16_t x_even, int8x16_t x_odd) {
     const int8x16_t even = vqtbl1q_s8(table, vandq_u8(bytes, vdupq_n_u8(0x0F)));
     const int8x16_t odd = vqtbl1q_s8(table, vshrq_n_u8(bytes, 4));

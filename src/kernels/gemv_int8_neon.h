@@ -10,8 +10,8 @@
 //   Lanes::q8(codes, xq): lane l sums codes 4l..4l+3 (signed q) times their x codes;
 //   Lanes::q4(bytes, x_even, x_odd): lane l sums bytes 4l..4l+3, each byte's low nibble times its x
 //   code in x_even and its high nibble times the one in x_odd;
-//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 signed
-//   codes of a LUT4 table) first.
+//   Lanes::lut4(bytes, table, x_even, x_odd): as q4, each nibble looked up in `table` (the 16 codes
+//   of a LUT4 table, 0..kLut4Top) first.
 // The reference's Q8 lane, sum (q + 128) x, is q8 plus the lane's q8_lane_offsets (128 times its x
 // codes' sum, taken once per row of x), exact in int32.
 #pragma once
@@ -111,7 +111,7 @@ float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, cons
   const int8_t* xq = x.nibble_codes + m * x.k_pad;
   const float* d = x.q4_lane_scales + m * (x.k_pad / 8);
   const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * row_bytes;
-  const int8x16_t table = vld1q_s8(codebook.codes);
+  const int8x16_t table = vreinterpretq_s8_u8(vld1q_u8(codebook.codes));
   float32x4_t acc[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
   for (int64_t c = 0; c < x.k_pad / 128; ++c) {
     const int8_t* xc = xq + 128 * c;
@@ -121,7 +121,7 @@ float lut4_row(const Int8Rows& x, int64_t m, const WeightRef& w, int64_t n, cons
       acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(isum), vld1q_f32(d + 16 * c + 4 * j));
     }
   }
-  return hsum16(acc[0], acc[1], acc[2], acc[3]) * codebook.scale;
+  return std::fma(codebook.offset, x.row_sums[m], hsum16(acc[0], acc[1], acc[2], acc[3]) * codebook.scale);
 }
 
 // Rows [n0, n1) of y for every row of x (the signature of GemmKernels::gemv_int8).

@@ -153,25 +153,42 @@ TEST(Int8Gemv, TakesTheLayoutsItHasProductsFor) {
   EXPECT_FALSE(takes(WeightFormat::BF16, 256));
 }
 
-// A LUT4 table rounds to int8 codes round(v * 127 / amax), ties to even, with the scale amax / 127.
-TEST(Int8Gemv, Lut4TableRoundsToInt8WithItsLargestMagnitudeAt127) {
+// A LUT4 table rounds to codes round((v - lo) * (kLut4Top / (hi - lo))), ties to even: 0 at its
+// smallest entry lo, kLut4Top at its largest hi, with scale (hi - lo) / kLut4Top and offset lo.
+TEST(Int8Gemv, Lut4TableRoundsToCodesFromItsSmallestToItsLargestEntry) {
+  constexpr int top = int8_detail::kLut4Top;
   const float values[16] = {-0.5f, 0.25f, 0.f, 1.f / 254, 3.f / 254, -3.f / 254, 0.1f, -0.1f,
                             0.49f, -0.49f, 0.2f, -0.2f, 0.3f, -0.3f, 0.4f, -0.45f};
   uint16_t lut[16];
   for (int i = 0; i < 16; ++i) lut[i] = f32_to_f16(values[i]);
-  int8_t t[16];
-  const float scale = int8_detail::lut4_codebook(lut, t);
-  EXPECT_EQ(scale, 0.5f / 127.f);
-  EXPECT_EQ(t[0], -127);
-  EXPECT_EQ(t[2], 0);
+  const float lo = f16_to_f32(lut[0]), hi = f16_to_f32(lut[8]);
+  int8_detail::Lut4Codes t;
+  int8_detail::lut4_codebook(lut, t);
+  EXPECT_EQ(t.offset, lo);
+  EXPECT_EQ(t.scale, (hi - lo) / top);
+  EXPECT_EQ(t.codes[0], 0);
+  EXPECT_EQ(t.codes[8], top);
   for (int i = 0; i < 16; ++i) {
     const float v = f16_to_f32(lut[i]);
-    EXPECT_EQ(t[i], static_cast<int8_t>(std::nearbyint(v * (127.f / 0.5f)))) << i;
-    EXPECT_LE(std::fabs(t[i] * scale - v), scale * 0.5f * (1 + 1e-5f)) << i;
+    EXPECT_EQ(t.codes[i], static_cast<uint8_t>(std::nearbyint((v - lo) * (top / (hi - lo))))) << i;
+    EXPECT_LE(std::fabs(t.offset + t.codes[i] * t.scale - v), t.scale * 0.5f * (1 + 1e-5f)) << i;
   }
-  const uint16_t zeros[16] = {};
-  EXPECT_EQ(int8_detail::lut4_codebook(zeros, t), 0.f);
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(t[i], 0) << i;
+  // Equal entries: codes 0, scale 0, the entry as the offset.
+  uint16_t same[16];
+  for (uint16_t& e : same) e = f32_to_f16(-0.25f);
+  int8_detail::lut4_codebook(same, t);
+  EXPECT_EQ(t.scale, 0.f);
+  EXPECT_EQ(t.offset, -0.25f);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(t.codes[i], 0) << i;
+  // A non-finite entry takes code 0 and is left out of the range.
+  lut[3] = 0x7C00;  // +inf
+  lut[5] = 0x7E00;  // NaN
+  int8_detail::lut4_codebook(lut, t);
+  EXPECT_EQ(t.offset, lo);
+  EXPECT_EQ(t.scale, (hi - lo) / top);
+  EXPECT_EQ(t.codes[3], 0);
+  EXPECT_EQ(t.codes[5], 0);
+  EXPECT_EQ(t.codes[8], top);
 }
 
 struct Int8Case {
@@ -310,7 +327,7 @@ TEST(Int8Gemv, EveryPathAndThreadCountGivesTheReferenceBits) {
 
 // The only error besides float rounding is x's: |x - d q| <= d / 2 per value, so the product is
 // within sum_k |w_k| d(k) / 2 of the exact one (and the epilogue's float rounding on top). LUT4 adds
-// its table's: |w - s t| <= s / 2, times |x| + d / 2 per value.
+// its table's: |w - (offset + s t)| <= s / 2, times |x| + d / 2 per value.
 TEST(Int8Gemv, ReferenceIsWithinTheRoundingOfXOfTheExactProduct) {
   std::mt19937 rng(5);
   for (const Int8Case& c : kCases) {
@@ -325,18 +342,16 @@ TEST(Int8Gemv, ReferenceIsWithinTheRoundingOfXOfTheExactProduct) {
     gemv_int8_reference(xq, q.ref(), nullptr, got.data(), 0, c.N);
     for (int64_t m = 0; m < c.M; ++m)
       for (int64_t n = 0; n < c.N; ++n) {
-        float table_scale = 0.f;
-        if (c.format == WeightFormat::Lut4) {
-          int8_t t[16];
-          table_scale = int8_detail::lut4_codebook(q.lut.data() + 16 * (n / c.block_rows), t);
-        }
+        int8_detail::Lut4Codes table;
+        if (c.format == WeightFormat::Lut4) int8_detail::lut4_codebook(q.lut.data() + 16 * (n / c.block_rows), table);
+        const float table_scale = table.scale;
         double exact = 0, bound = 0, terms = 0;
         for (int64_t k = 0; k < c.K; ++k) {
           const double wk = deq[size_t(n * c.K + k)], xk = x[size_t(m * c.K + k)];
           const double d = xq.block_scales[m * (xq.k_pad / 32) + k / 32];
           exact += wk * xk;
           bound += std::fabs(wk) * d / 2 + (std::fabs(xk) + d / 2) * table_scale / 2;
-          terms += (std::fabs(wk) + table_scale) * (std::fabs(xk) + 1);
+          terms += (std::fabs(wk) + table_scale + std::fabs(table.offset)) * (std::fabs(xk) + 1);
         }
         EXPECT_LE(std::fabs(got[size_t(m * c.N + n)] - exact), bound * 1.001 + 1e-5 * terms) << m << " " << n;
       }

@@ -120,9 +120,10 @@ TEST_P(QuantGolden, ExactToItsDequantizedSelfOnEveryPath) {
 // the layers of random weights. No golden's margins exceed twice the bound, so none is held to its
 // ids; 38 of 60 keep them (README). On the avx2 path of the same machine 37 (the same worst error: the
 // integer products give the same bits, the exact run and the fp32 parts of the fast one differ by path).
-// LUT4 also rounds its tables to int8 (half a step of each table's largest entry over 127 steps):
-// 2.4-15.7% of the largest logit measured on the same machine, bounded by kLut4RelativeBound.
-constexpr float kIntegerRelativeBound = 0.15f, kLut4RelativeBound = 0.25f;
+// LUT4 also rounds its tables to 6-bit codes (up to half of each table's range over 63): 5.4-28.2% of
+// the largest logit measured on the avx2 path (Zen 3; 2.4-15.7% on Zen 5 when the tables were rounded to
+// int8), bounded by kLut4RelativeBound.
+constexpr float kIntegerRelativeBound = 0.15f, kLut4RelativeBound = 0.4f;
 
 struct FastTotals {
   int cases = 0, same_ids = 0, held = 0;
