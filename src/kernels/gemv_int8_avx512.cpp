@@ -347,12 +347,14 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
   for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   auto step = [&](int64_t c, bool in_row) __attribute__((always_inline, target("avx512vnni"))) {
-    if (F == WeightFormat::Q4 && c % 8 == 0) {
-      const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
-      const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
+    if constexpr (F == WeightFormat::Q4) {
+      if (c % 8 == 0) {
+        const int64_t count = p.groups - 2 * c < 16 ? p.groups - 2 * c : 16;
+        const __mmask16 valid = static_cast<__mmask16>((1u << count) - 1);
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-        scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+        for (int r = 0; r < R; ++r)
+          scales16[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, w.quant.scales + blk[r] + 2 * c));
+      }
     }
     const __m512i pick = _mm512_add_epi32(pick_first, _mm512_set1_epi32(static_cast<int>(2 * (c % 8))));
 #pragma GCC unroll 4
