@@ -5,8 +5,9 @@
 // its pool's workers, while the other pool's spin down (ThreadPool::kSpinNanoseconds); the others
 // follow each other at once, as the tokens of `smolvlm bench` and of a generation do.
 //   decode_pair_bench MODEL_A[:fast|:exact] MODEL_B[:fast|:exact] [threads=2] [pairs=200] [context=72]
-// `pairs` counts A B B A groups of turns (each model's timed steps: 6 a group). Prints each model's median, tenth percentile and mean step, and B over A (JSON on stdout, a line on
-// stderr). The sessions decode from position 8 (an 8-token prompt) to `context`, then start over
+// `pairs` counts A B B A groups of turns (each model's timed steps: 6 a group). Prints each model's
+// median, tenth percentile and mean step, and A's rate over B's (B's step over A's; JSON on stdout, a
+// line on stderr). The sessions decode from position 8 (an 8-token prompt) to `context`, then start over
 // from there, as `smolvlm bench` decodes after its 8-token prompt.
 #include <smolvlm.hpp>
 

@@ -121,8 +121,8 @@ TEST_P(QuantGolden, ExactToItsDequantizedSelfOnEveryPath) {
 // ids; 38 of 60 keep them (README). On the avx2 path of the same machine 37 (the same worst error: the
 // integer products give the same bits, the exact run and the fp32 parts of the fast one differ by path).
 // LUT4 also rounds its tables to 6-bit codes (up to half of each table's range over 63): 5.4-28.2% of
-// the largest logit measured on the avx2 path (Zen 3; 2.4-15.7% on Zen 5 when the tables were rounded to
-// int8), bounded by kLut4RelativeBound.
+// the largest logit measured on the avx2 path of a Zen 3 (2.4-15.7% there when the tables were rounded
+// to int8), bounded by kLut4RelativeBound.
 constexpr float kIntegerRelativeBound = 0.15f, kLut4RelativeBound = 0.4f;
 
 struct FastTotals {
