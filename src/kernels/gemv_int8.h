@@ -159,6 +159,18 @@ inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* 
   }
 }
 
+// A Q4 row's fp16 scales and mins are two more streams beside its codes', 2 bytes each per 64 codes:
+// where a pass requests its codes `code_bytes_ahead` on (the four streams of row_streams), it
+// requests the parameters of the row as far on (the next row at least). Left to the prefetchers, the
+// 256M model's Q4 products from memory on Zen 5 took 1.5-1.9x their LUT4 ones, 1.4x in cache
+// (bench/RESULTS.md). blk is the row's first parameter set.
+inline void request_q4_parameters(const WeightRef& w, int64_t blk, int64_t code_bytes_ahead) {
+  const int64_t rows_ahead = code_bytes_ahead / (w.cols / 2);
+  const int64_t at = blk + (rows_ahead > 1 ? rows_ahead : 1) * groups_per_row(w);
+  __builtin_prefetch(w.quant.scales + at, 0, 3);
+  __builtin_prefetch(w.quant.mins + at, 0, 3);
+}
+
 // The weight rows the x86 integer products request ahead of them over rows [n0, n1): the row about
 // 9 KB on, a line each 64-byte step where rows are whole lines (ahead() says where), else the whole
 // row before its pass (SmolVLM-256M's q4: 288-byte rows); the first rows in one burst when built.

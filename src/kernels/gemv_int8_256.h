@@ -209,6 +209,7 @@ void q4_rows(const Int8Rows& x, int64_t m, const WeightRef& w, const int64_t* n,
     row[r] = static_cast<const uint8_t*>(w.data) + n[r] * row_bytes;
     scales[r] = w.quant.scales + int8_detail::first_block(w, n[r]);
     lo[r] = hi[r] = _mm256_setzero_ps();
+    if (ahead) int8_detail::request_q4_parameters(w, scales[r] - w.quant.scales, ahead);
   }
   // Step c's half h of row r: lanes 0-7 in the group of code 128c (scale s), 8-15 in that of code 128c + 64.
   auto half = [&](int64_t c, int h, __m256i bytes, __m256 s, __m256& acc) __attribute__((always_inline)) {

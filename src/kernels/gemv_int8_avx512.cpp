@@ -343,6 +343,8 @@ SMOLVLM_VNNI inline void nibble_block(const Int8Rows& x, int64_t m0, const RowsO
       table[r] = tables[r].codes;
     }
   }
+  if constexpr (kRequest && F == WeightFormat::Q4)
+    for (int r = 0; r < R; ++r) int8_detail::request_q4_parameters(w, blk[r], kStreamBytesAhead);
 #pragma GCC unroll 16
   for (int i = 0; i < R * X; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i pick_first = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
