@@ -161,11 +161,13 @@ void attention_single_rows_part(std::span<const AttentionArgs> args, const Atten
     check(a, s);
     if (a.q_rows != 1) throw bad_input("attention_single_rows_part: a query of " + std::to_string(a.q_rows) + " rows");
   }
-  const int64_t queries = static_cast<int64_t>(args.size());
-  const int64_t heads = heads_per_item(s, queries, parts), items = s.q_heads / heads;
-  const int64_t all = queries * items;
+  // Items are (query, head), each part a contiguous range of them: the heads of a kv group stay
+  // together on a thread but where a part ends, and the parts differ by a head at most. By kv group
+  // (heads_per_item), SmolVLM-256M's 3 groups over 2 threads gave one thread twice the other's heads
+  // (its LUT4 `fast` decode steps 0.5-2.5% longer, bench/RESULTS.md).
+  const int64_t all = static_cast<int64_t>(args.size()) * s.q_heads;
   for (int64_t item = all * part / parts; item < all * (part + 1) / parts; ++item)
-    attend_heads_row(args[static_cast<size_t>(item / items)], s, (item % items) * heads, heads, 0);
+    attend_heads_row(args[static_cast<size_t>(item / s.q_heads)], s, item % s.q_heads, 1, 0);
 }
 
 void attention_reference(const AttentionArgs& a, const AttentionShape& s) {
