@@ -160,10 +160,11 @@ inline void for_each_output(const Int8Rows& x, const WeightRef& w, const float* 
 }
 
 // A Q4 row's fp16 scales and mins are two more streams beside its codes', 2 bytes each per 64 codes:
-// where a pass requests its codes `code_bytes_ahead` on (the four streams of row_streams), it
-// requests the parameters of the row as far on (the next row at least). Left to the prefetchers, the
-// 256M model's Q4 products from memory on Zen 5 took 1.5-2x their LUT4 ones, 1.4x in cache
-// (bench/RESULTS.md). blk is the row's first parameter set.
+// where a pass requests its codes `code_bytes_ahead` on, it requests the parameters of the row as far
+// on (the next row at least). Measured with the four streams of row_streams; the 256-bit one-stream
+// passes, whose RowRequests asks for the range's first 16 KB of parameters at once, request the rest
+// this way too. Left to the prefetchers, the 256M model's Q4 products from memory on Zen 5 took 1.5-2x
+// their LUT4 ones, 1.4x in cache (bench/RESULTS.md). blk is the row's first parameter set.
 inline void request_q4_parameters(const WeightRef& w, int64_t blk, int64_t code_bytes_ahead) {
   const int64_t rows_ahead = code_bytes_ahead / (w.cols / 2);
   const int64_t at = blk + (rows_ahead > 1 ? rows_ahead : 1) * groups_per_row(w);

@@ -170,10 +170,9 @@ TEST(CliBench, SamplesTheCeilingsBesideThePasses) {
               out["decode_best_gb_s"].get<double>() / c["read_gb_s"].get<double>(), 1e-9);
   EXPECT_NEAR(out["fractions"]["decode_mean_of_read"].get<double>(),
               out["decode_gb_s"].get<double>() / c["read_gb_s"].get<double>(), 1e-9);
-  // The read ceiling measured just before and after the decode tokens is one of the run's reads,
-  // read_gb_s the best of them all.
-  EXPECT_GT(c["read_gb_s_beside_decode"].get<double>(), 0.0);
-  EXPECT_GE(c["read_gb_s"].get<double>(), c["read_gb_s_beside_decode"].get<double>());
+  // The read ceiling measured just before and after the decode tokens is reported, with the mean
+  // decode's fraction of it.
+  ASSERT_TRUE(c.contains("read_gb_s_beside_decode") && c["read_gb_s_beside_decode"].is_number()) << c.dump();
   EXPECT_NEAR(out["fractions"]["decode_mean_of_read_beside"].get<double>(),
               out["decode_gb_s"].get<double>() / c["read_gb_s_beside_decode"].get<double>(), 1e-9);
   if (!c.contains("openblas_sgemm_gflops")) GTEST_SKIP() << "libopenblas is not installed";
